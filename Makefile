@@ -1,0 +1,90 @@
+# srdp: build, test and demo. Everything runs offline from a clean clone:
+#   make demo   configure, build, and run the demo on examples/srdp.toml
+#   make test   configure, build, lint, unit tests, SQL tests, Python tests
+.PHONY: all configure debug release test test_release test_debug lint unit sqltest pytest \
+        demo bench clean clean_all
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+EXT_DIR := .duckdb/extensions
+C_API_VERSION := v1.2.0
+CRATE_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+GIT_REV := $(shell git rev-parse --short=10 HEAD 2>/dev/null || echo nogit)
+EXT_VERSION := v$(CRATE_VERSION)-$(GIT_REV)
+
+# No telemetry from the Python stack, ever.
+export DO_NOT_TRACK := 1
+export DBT_SEND_ANONYMOUS_USAGE_STATS := false
+export RUNTIME__DLTHUB_TELEMETRY := false
+
+all: release
+
+# --- set-up ---------------------------------------------------------------------------------
+# The venv (pins of python/requirements.txt) and the repo-local DuckDB extension directory,
+# filled from the PyPI extension wheels. Idempotent: stamps make a second run instant.
+configure: $(VENV)/.configured $(EXT_DIR)/.installed
+
+$(VENV)/.configured: python/requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r python/requirements.txt
+	touch $@
+
+$(EXT_DIR)/.installed: $(VENV)/.configured scripts/install_extensions.py
+	$(PY) scripts/install_extensions.py $(EXT_DIR)
+	touch $@
+
+# --- build ----------------------------------------------------------------------------------
+# cargo builds the cdylib; scripts/append_footer.py appends DuckDB's metadata footer
+# (ABI C_STRUCT, C API $(C_API_VERSION), platform from DuckDB's PRAGMA platform).
+define package
+	mkdir -p build/$(1)
+	$(PY) scripts/append_footer.py target/$(1)/libsrdp.so build/$(1)/srdp.duckdb_extension \
+	  --platform "$$($(PY) scripts/duckdb_platform.py)" --duckdb-version $(C_API_VERSION) \
+	  --extension-version $(EXT_VERSION) --abi-type C_STRUCT
+endef
+
+release: configure
+	SRDP_EXTENSION_VERSION=$(EXT_VERSION) cargo build --release
+	$(call package,release)
+
+debug: configure
+	SRDP_EXTENSION_VERSION=$(EXT_VERSION) cargo build
+	$(call package,debug)
+
+# --- tests ----------------------------------------------------------------------------------
+test: test_release
+
+test_release: release
+	$(MAKE) --no-print-directory lint unit
+	SRDP_EXTENSION=$(CURDIR)/build/release/srdp.duckdb_extension $(MAKE) --no-print-directory sqltest pytest
+
+test_debug: debug
+	$(MAKE) --no-print-directory lint unit
+	SRDP_EXTENSION=$(CURDIR)/build/debug/srdp.duckdb_extension $(MAKE) --no-print-directory sqltest pytest
+
+lint:
+	cargo fmt --check
+	cargo clippy --release --all-targets -- -D warnings
+
+unit:
+	cargo test --release
+
+sqltest:
+	$(PY) -m pytest -q test/sql
+
+pytest:
+	$(PY) -m pytest -q test/python
+
+# --- demo and benchmarks --------------------------------------------------------------------
+demo: release
+	bash scripts/demo.sh
+
+# --- cleaning -------------------------------------------------------------------------------
+clean:
+	rm -rf build demo
+	cargo clean
+
+clean_all: clean
+	rm -rf $(VENV) .duckdb .pytest_cache

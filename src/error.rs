@@ -1,0 +1,89 @@
+//! One error type for srdp, named by what went wrong.
+//!
+//! Messages are complete sentences for the person at the console: they name the file, key,
+//! catalog or dataset and say what to do. The SQL function name is added in front by the
+//! function layer (`srdp_attach_catalog: ...`), so variants do not repeat it. No message may
+//! contain a secret: anything that came from DuckDB passes through [`crate::redact::redact`].
+
+use std::path::PathBuf;
+
+/// `Result` with [`SrdpError`] as the default error.
+pub type Result<T, E = SrdpError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in srdp.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SrdpError {
+    /// No definition file could be located.
+    #[error(
+        "no srdp.toml found; looked at {tried}. Pass config := '/path/to/srdp.toml', \
+         SET srdp_config = '/path/to/srdp.toml', or set the environment variable SRDP_CONFIG"
+    )]
+    ConfigNotFound { tried: String },
+
+    /// The file named by a source does not exist or cannot be read.
+    #[error("cannot read {path} (from {source_name}): {reason}")]
+    ConfigUnreadable {
+        path: PathBuf,
+        source_name: String,
+        reason: String,
+    },
+
+    /// TOML syntax, unknown keys and wrong types, with the line they are on.
+    #[error("{path}:{line}: {key}{message}")]
+    ConfigInvalid {
+        path: PathBuf,
+        line: usize,
+        /// `key 'catalogs.lake.data_path': ` or empty when no key applies.
+        key: String,
+        message: String,
+    },
+
+    /// A function argument that is NULL, empty or not one of the allowed values.
+    #[error("{0}")]
+    InvalidArgument(String),
+
+    /// The catalog is not defined in the file.
+    #[error("unknown catalog '{name}' in {path} (defined: {known})")]
+    UnknownCatalog {
+        name: String,
+        path: PathBuf,
+        known: String,
+    },
+
+    /// The role needs a DuckDB secret that this session does not have.
+    #[error(
+        "catalog '{catalog}' needs the DuckDB secret '{secret}' for the {role} role, and this \
+         session has none by that name. Create it first (CREATE SECRET {secret} (...)); \
+         nothing was attached"
+    )]
+    MissingSecret {
+        catalog: String,
+        role: String,
+        secret: String,
+    },
+
+    /// A reader asked for a lake that was never created.
+    #[error(
+        "catalog '{catalog}' has no lake yet: {metadata} does not exist. A reader never \
+         creates a lake; attach once with role := 'writer' to create it"
+    )]
+    LakeMissing { catalog: String, metadata: String },
+
+    /// The alias is taken by a database srdp did not attach, or by another definition.
+    #[error("{0}")]
+    AliasInUse(String),
+
+    /// DuckDB refused a statement srdp ran; the text is already redacted.
+    #[error("{context}: {message}")]
+    DuckDb { context: String, message: String },
+}
+
+impl SrdpError {
+    /// Wraps a DuckDB error, redacting any credential it echoes.
+    pub fn duckdb(context: impl Into<String>, err: impl std::fmt::Display) -> Self {
+        SrdpError::DuckDb {
+            context: context.into(),
+            message: crate::redact::redact(&err.to_string()),
+        }
+    }
+}

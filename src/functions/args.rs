@@ -1,0 +1,151 @@
+//! Reading a function's arguments in bind, with srdp's rules: NULL and empty strings are errors
+//! that name the parameter, and the definition file is located and loaded once per call.
+
+use crate::config::{self, Config, Sources};
+use crate::error::{Result, SrdpError};
+use duckdb::ffi;
+use duckdb::vtab::{BindInfo, Value};
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The name of the setting registered by the extension.
+pub const CONFIG_SETTING: &str = "srdp_config";
+
+/// A function's arguments during bind.
+pub struct Args<'a> {
+    bind: &'a BindInfo,
+    function: &'static str,
+    positional: &'static [&'static str],
+}
+
+impl<'a> Args<'a> {
+    pub fn new(
+        bind: &'a BindInfo,
+        function: &'static str,
+        positional: &'static [&'static str],
+    ) -> Self {
+        Args {
+            bind,
+            function,
+            positional,
+        }
+    }
+
+    /// The positional text argument at `index`; NULL or empty is an error.
+    pub fn required_text(&self, index: usize) -> Result<String> {
+        let name = self.positional.get(index).copied().unwrap_or("argument");
+        let value = self.bind.get_parameter(index as u64);
+        if value.is_null() {
+            return Err(SrdpError::InvalidArgument(format!(
+                "{name} must not be NULL; call {}('<{name}>')",
+                self.function
+            )));
+        }
+        let text = value.to_string();
+        if text.trim().is_empty() {
+            return Err(SrdpError::InvalidArgument(format!(
+                "{name} must not be empty; call {}('<{name}>')",
+                self.function
+            )));
+        }
+        Ok(text)
+    }
+
+    fn named(&self, name: &str) -> Result<Option<Value>> {
+        match self.bind.get_named_parameter(name) {
+            None => Ok(None),
+            Some(v) if v.is_null() => Err(SrdpError::InvalidArgument(format!(
+                "{name} := must not be NULL; leave the parameter out to use its default"
+            ))),
+            Some(v) => Ok(Some(v)),
+        }
+    }
+
+    /// A named text argument; NULL or empty is an error, absent is `None`.
+    pub fn text(&self, name: &str) -> Result<Option<String>> {
+        match self.named(name)? {
+            None => Ok(None),
+            Some(v) => {
+                let text = v.to_string();
+                if text.trim().is_empty() {
+                    Err(SrdpError::InvalidArgument(format!(
+                        "{name} := must not be empty; leave the parameter out to use its default"
+                    )))
+                } else {
+                    Ok(Some(text))
+                }
+            }
+        }
+    }
+
+    /// A named boolean argument; NULL is an error, absent is `None`.
+    pub fn boolean(&self, name: &str) -> Result<Option<bool>> {
+        Ok(self.named(name)?.map(|v| v.to_bool()))
+    }
+
+    /// Where the definition comes from for this call (see [`config::locate`]).
+    pub fn sources(&self) -> Result<Sources> {
+        let parameter = match self.bind.get_named_parameter("config") {
+            None => None,
+            Some(v) if v.is_null() => {
+                return Err(SrdpError::InvalidArgument(
+                    "config := must not be NULL; pass the path of an srdp.toml or leave the parameter out".into(),
+                ))
+            }
+            Some(v) => Some(v.to_string()),
+        };
+        Ok(Sources::from_process(
+            parameter,
+            caller_setting(self.bind, CONFIG_SETTING),
+        ))
+    }
+
+    /// Locates and loads the definition.
+    pub fn config(&self) -> Result<Arc<Config>> {
+        let (path, source) = config::locate(&self.sources()?)?;
+        config::load(&path, source)
+    }
+
+    /// The located definition path, or `None` when there is none anywhere.
+    pub fn config_path(&self) -> Result<Option<PathBuf>> {
+        match config::locate(&self.sources()?) {
+            Ok((path, _)) => Ok(Some(path)),
+            Err(SrdpError::ConfigNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+// `BindInfo` in duckdb-rs =1.10505.0 is a struct with the single field `ptr: duckdb_bind_info`
+// and no public accessor. This assertion fails the build if that layout ever changes.
+const _: () =
+    assert!(std::mem::size_of::<BindInfo>() == std::mem::size_of::<ffi::duckdb_bind_info>());
+
+/// The caller's own value of a setting (session or global), read through the caller's client
+/// context during bind. The runner connection would only see global values.
+fn caller_setting(bind: &BindInfo, name: &str) -> Option<String> {
+    let name = CString::new(name).ok()?;
+    // SAFETY: `BindInfo` is `#[repr(Rust)]` with exactly one field of type `duckdb_bind_info`
+    // (checked by the size assertion above and pinned by the exact crate version), so reading
+    // the first pointer-sized word yields the raw bind info DuckDB passed to this bind call.
+    let raw: ffi::duckdb_bind_info =
+        unsafe { *(bind as *const BindInfo).cast::<ffi::duckdb_bind_info>() };
+    let mut context: ffi::duckdb_client_context = std::ptr::null_mut();
+    // SAFETY: `raw` is valid for the duration of bind; the context is destroyed below.
+    unsafe { ffi::duckdb_table_function_get_client_context(raw, &mut context) };
+    if context.is_null() {
+        return None;
+    }
+    let mut scope: ffi::duckdb_config_option_scope = 0;
+    // SAFETY: `context` is a live client context and `name` a NUL-terminated string.
+    let value =
+        unsafe { ffi::duckdb_client_context_get_config_option(context, name.as_ptr(), &mut scope) };
+    // SAFETY: `context` was created by the call above and is not used after this.
+    unsafe { ffi::duckdb_destroy_client_context(&mut context) };
+    if value.is_null() {
+        return None;
+    }
+    let value = Value::from(value); // owns and destroys the duckdb_value
+    (!value.is_null()).then(|| value.to_string())
+}

@@ -1,0 +1,243 @@
+//! The runner connection: the one place where srdp executes SQL.
+//!
+//! It is opened in the entrypoint (a connection opened after LOAD is a use-after-free in DuckDB
+//! 1.5.x) and kept for the life of the database. One `Mutex` serialises everything srdp runs,
+//! and also guards the record of which aliases srdp attached with which statement, so that an
+//! attach of the same definition is a no-op and a different one under that alias is refused.
+//! `ATTACH`/`DETACH` on the runner are database-wide: the caller sees the result from its next
+//! statement on.
+
+use crate::attach::{AttachSpec, Role};
+use crate::error::{Result, SrdpError};
+use crate::sql::{self, Literal};
+use duckdb::Connection;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What an attach call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachStatus {
+    Attached,
+    AlreadyAttached,
+    Reattached,
+}
+
+impl AttachStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachStatus::Attached => "attached",
+            AttachStatus::AlreadyAttached => "already attached",
+            AttachStatus::Reattached => "re-attached",
+        }
+    }
+}
+
+struct Inner {
+    conn: Connection,
+    /// Keyed by lower-case alias (DuckDB resolves database names case-insensitively).
+    attached: BTreeMap<String, AttachSpec>,
+}
+
+/// The runner connection and what srdp attached through it.
+pub struct Runner {
+    inner: Mutex<Inner>,
+}
+
+impl Runner {
+    pub fn new(conn: Connection) -> Self {
+        Runner {
+            inner: Mutex::new(Inner {
+                conn,
+                attached: BTreeMap::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave the connection half-used in a way that a
+        // later statement would trip over, so a poisoned lock is still usable.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Attaches `spec` (see [`AttachStatus`] for the outcomes).
+    pub fn attach(&self, spec: &AttachSpec, refresh: bool) -> Result<AttachStatus> {
+        let mut inner = self.lock();
+        let key = spec.alias.to_lowercase();
+        let present = inner.count(&sql::database_exists(&Literal::new(&spec.alias)))? > 0;
+        if !present {
+            inner.attached.remove(&key);
+        }
+        match (present, inner.attached.get(&key)) {
+            (false, _) => {
+                inner.preflight(spec)?;
+                inner.execute(&spec.sql, spec)?;
+                inner.attached.insert(key, spec.clone());
+                Ok(AttachStatus::Attached)
+            }
+            (true, None) => Err(SrdpError::AliasInUse(format!(
+                "alias '{}' is already used by a database that srdp did not attach; DETACH it \
+                 first or pass another alias := '...'",
+                spec.alias
+            ))),
+            (true, Some(previous)) if !refresh => {
+                if previous.sql == spec.sql {
+                    Ok(AttachStatus::AlreadyAttached)
+                } else {
+                    Err(SrdpError::AliasInUse(format!(
+                        "alias '{}' is already attached as catalog '{}' ({}) with another \
+                         definition; pass refresh := true to re-attach it as defined now, or \
+                         pass another alias := '...'",
+                        spec.alias,
+                        previous.catalog,
+                        previous.role.as_str()
+                    )))
+                }
+            }
+            (true, Some(_)) => {
+                inner.preflight(spec)?;
+                inner.reattach(spec)?;
+                inner.attached.insert(key, spec.clone());
+                Ok(AttachStatus::Reattached)
+            }
+        }
+    }
+
+    /// The attachments srdp made that are still attached, by lower-case alias.
+    pub fn attachments(&self) -> Result<Vec<AttachSpec>> {
+        let mut inner = self.lock();
+        let mut live = Vec::new();
+        let aliases: Vec<String> = inner.attached.keys().cloned().collect();
+        for alias in aliases {
+            if inner.count(&sql::database_exists(&Literal::new(&alias)))? > 0 {
+                live.push(inner.attached[&alias].clone());
+            } else {
+                inner.attached.remove(&alias);
+            }
+        }
+        Ok(live)
+    }
+}
+
+impl Inner {
+    fn count(&self, query: &str) -> Result<i64> {
+        self.conn
+            .query_row(query, [], |row| row.get::<_, i64>(0))
+            .map_err(|e| SrdpError::duckdb(format!("running `{query}` failed"), e))
+    }
+
+    fn execute(&self, statement: &str, spec: &AttachSpec) -> Result<()> {
+        self.conn.execute_batch(statement).map_err(|e| {
+            SrdpError::duckdb(
+                format!(
+                    "attaching catalog '{}' as '{}' ({}) failed",
+                    spec.catalog,
+                    spec.alias,
+                    spec.role.as_str()
+                ),
+                e,
+            )
+        })
+    }
+
+    /// Checks that can fail before anything changes, and the directories a writer creates.
+    fn preflight(&self, spec: &AttachSpec) -> Result<()> {
+        if let Some(secret) = &spec.secret {
+            if self.count(&sql::secret_exists(&Literal::new(secret)))? == 0 {
+                return Err(SrdpError::MissingSecret {
+                    catalog: spec.catalog.clone(),
+                    role: spec.role.as_str().into(),
+                    secret: secret.clone(),
+                });
+            }
+        }
+        match (spec.role, &spec.metadata_file) {
+            (Role::Reader, Some(file)) if !file.exists() => Err(SrdpError::LakeMissing {
+                catalog: spec.catalog.clone(),
+                metadata: spec.metadata_display.clone(),
+            }),
+            (Role::Writer, file) => {
+                let mut dirs: Vec<&std::path::Path> = Vec::new();
+                if let Some(parent) = file.as_deref().and_then(|f| f.parent()) {
+                    dirs.push(parent);
+                }
+                if !crate::config::is_url(&spec.data_path) {
+                    dirs.push(std::path::Path::new(&spec.data_path));
+                }
+                for dir in dirs {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        SrdpError::duckdb(
+                            format!(
+                                "creating {} for catalog '{}' failed",
+                                dir.display(),
+                                spec.catalog
+                            ),
+                            e,
+                        )
+                    })?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// DETACH, then ATTACH with a bounded retry: on a DuckDB-file catalog the ATTACH fails
+    /// while another connection holds an open transaction on the lake, and the catalog must not
+    /// be left detached without saying so.
+    fn reattach(&self, spec: &AttachSpec) -> Result<()> {
+        self.conn
+            .execute_batch(&spec.detach_sql())
+            .map_err(|e| SrdpError::duckdb(format!("detaching '{}' failed", spec.alias), e))?;
+        let started = Instant::now();
+        let mut last = String::new();
+        for attempt in 1..=spec.max_attempts {
+            match self.conn.execute_batch(&spec.sql) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = crate::redact::redact(&e.to_string()),
+            }
+            if attempt < spec.max_attempts {
+                std::thread::sleep(backoff(spec.retry_backoff_ms, attempt));
+            }
+        }
+        Err(SrdpError::DuckDb {
+            context: format!(
+                "catalog '{}' is now DETACHED from alias '{}': re-attaching failed {} times over {} ms. \
+                 Another connection probably holds an open transaction on it; commit or roll it \
+                 back, then call srdp_attach_catalog('{}', refresh := true). Last error",
+                spec.catalog,
+                spec.alias,
+                spec.max_attempts,
+                started.elapsed().as_millis(),
+                spec.catalog
+            ),
+            message: last,
+        })
+    }
+}
+
+/// Wait before the attempt after `attempt`: `first_ms` doubled each time, capped at 2 s.
+pub fn backoff(first_ms: u64, attempt: u32) -> Duration {
+    let factor = 1u64 << (attempt.saturating_sub(1)).min(20);
+    Duration::from_millis(
+        first_ms
+            .saturating_mul(factor)
+            .min(crate::config::MAX_RETRY_WAIT_MS),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff;
+    use std::time::Duration;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let waits: Vec<Duration> = (1..=7).map(|a| backoff(100, a)).collect();
+        let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, vec![100, 200, 400, 800, 1600, 2000, 2000]);
+        assert_eq!(backoff(0, 3), Duration::ZERO);
+    }
+}
