@@ -26,9 +26,10 @@ all: release
 # filled from the PyPI extension wheels. Idempotent: stamps make a second run instant.
 configure: $(VENV)/.configured $(EXT_DIR)/.installed
 
-$(VENV)/.configured: python/requirements.txt
+$(VENV)/.configured: python/requirements.txt python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r python/requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e ./python
 	touch $@
 
 $(EXT_DIR)/.installed: $(VENV)/.configured scripts/install_extensions.py

@@ -1,0 +1,57 @@
+"""Python side of srdp: one way to open DuckDB with the srdp extension loaded.
+
+Every Python integration (tests, the demo, Dagster, the dlt helper) opens DuckDB through
+:func:`connect`, so they all load the same extension file from the same extension directory,
+with extension downloads switched off (this platform runs offline).
+
+>>> import srdp
+>>> con = srdp.connect(config="examples/srdp.toml")
+>>> con.sql("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+__all__ = ["connect", "extension_path", "extension_directory", "duckdb_config"]
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def extension_path() -> Path:
+    """The srdp extension file: ``$SRDP_EXTENSION`` or the repo's release build."""
+    return Path(os.environ.get("SRDP_EXTENSION") or _REPO / "build" / "release" / "srdp.duckdb_extension")
+
+
+def extension_directory() -> Path:
+    """DuckDB's extension directory: ``$SRDP_EXTENSION_DIR`` or the repo-local one."""
+    return Path(os.environ.get("SRDP_EXTENSION_DIR") or _REPO / ".duckdb" / "extensions")
+
+
+def duckdb_config() -> dict[str, str]:
+    """Connection options every srdp user needs: unsigned srdp, local extensions, no downloads."""
+    return {
+        "allow_unsigned_extensions": "true",
+        "extension_directory": str(extension_directory()),
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "true",
+    }
+
+
+def connect(database: str = ":memory:", config: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:
+    """Opens DuckDB 1.5.5 with srdp loaded; ``config`` sets ``srdp_config`` for this connection."""
+    path = extension_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"srdp extension not found at {path}; run `make release` or set SRDP_EXTENSION")
+    con = duckdb.connect(database, config=duckdb_config())
+    con.execute(f"LOAD '{_literal(str(path))}'")
+    if config is not None:
+        con.execute(f"SET srdp_config = '{_literal(os.path.abspath(config))}'")
+    return con
+
+
+def _literal(text: str) -> str:
+    return text.replace("'", "''")

@@ -1,0 +1,54 @@
+"""Shared helpers for the Python tests: real DuckDB 1.5.5 with the built srdp extension."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import srdp
+
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+def write_config(directory: Path, text: str, name: str = "srdp.toml") -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def run_python(code: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120) -> str:
+    """Runs ``code`` in a fresh Python process (a second DuckDB instance) and returns stdout."""
+    full_env = {**os.environ, **(env or {})}
+    result = subprocess.run(
+        [PY, "-c", textwrap.dedent(code)],
+        cwd=cwd or REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"child process failed ({result.returncode}):\n{result.stderr}")
+    return result.stdout
+
+
+@pytest.fixture
+def connect():
+    """Opens srdp connections and closes them at the end of the test."""
+    opened = []
+
+    def _connect(*args, **kwargs):
+        con = srdp.connect(*args, **kwargs)
+        opened.append(con)
+        return con
+
+    yield _connect
+    for con in opened:
+        con.close()

@@ -1,0 +1,18 @@
+"""`make demo`'s script runs end to end on the embedded default and shows what it claims."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import REPO
+
+
+def test_demo_script_runs_and_reader_sees_the_writers_rows():
+    out = subprocess.run(["bash", "scripts/demo.sh"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert "│ lake    │ lake    │ writer  │ false     │ attached │" in text
+    assert "│ lake    │ reader  │ true      │ attached │" in text
+    assert "│    30 │ 1410.0 │" in text
+    assert 'Cannot execute statement of type "INSERT" on database "lake" which is attached in read-only mode!' in text
+    assert (REPO / "demo" / "catalog" / "lake.sqlite").is_file()
