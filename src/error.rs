@@ -73,6 +73,50 @@ pub enum SrdpError {
     #[error("{0}")]
     AliasInUse(String),
 
+    /// The catalog is not attached in this database.
+    #[error(
+        "catalog '{catalog}' is not attached in this database; call \
+         srdp_attach_catalog('{catalog}'{role_hint}) first"
+    )]
+    NotAttached { catalog: String, role_hint: String },
+
+    /// Maintenance needs the writer role.
+    #[error(
+        "catalog '{catalog}' is attached read-only (alias '{alias}'); {what} needs the writer \
+         role: call srdp_attach_catalog('{catalog}', role := 'writer', refresh := true)"
+    )]
+    ReadOnly {
+        catalog: String,
+        alias: String,
+        what: String,
+    },
+
+    /// A maintenance step failed for good; earlier datasets stay committed.
+    #[error(
+        "dataset '{dataset}' failed to {step} after {attempts} attempt(s): {message}. \
+         Datasets committed before it: {done}"
+    )]
+    MaintenanceFailed {
+        dataset: String,
+        step: String,
+        attempts: u32,
+        message: String,
+        done: String,
+    },
+
+    /// DuckLake 1.0 read an inlined-data table that another process dropped.
+    #[error(
+        "catalog '{catalog}' read a stale inlined-data table (DuckLake 1.0 keeps a dropped table \
+         cached after another process flushes; duckdb/ducklake#1305) while {doing}: {message}. \
+         {outcome}"
+    )]
+    StaleCatalog {
+        catalog: String,
+        doing: String,
+        message: String,
+        outcome: String,
+    },
+
     /// DuckDB refused a statement srdp ran; the text is already redacted.
     #[error("{context}: {message}")]
     DuckDb { context: String, message: String },

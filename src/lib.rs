@@ -18,6 +18,8 @@ pub mod attach;
 pub mod config;
 pub mod error;
 pub mod functions;
+pub mod maintenance;
+pub mod plan;
 pub mod redact;
 pub mod runner;
 pub mod sql;

@@ -9,6 +9,7 @@
 
 use crate::attach::{AttachSpec, Role};
 use crate::error::{Result, SrdpError};
+use crate::maintenance::Lake;
 use crate::sql::{self, Literal};
 use duckdb::Connection;
 use std::collections::BTreeMap;
@@ -105,23 +106,97 @@ impl Runner {
         }
     }
 
-    /// The attachments srdp made that are still attached, by lower-case alias.
+    /// The attachments srdp made that are still attached.
     pub fn attachments(&self) -> Result<Vec<AttachSpec>> {
+        self.lock().live()
+    }
+
+    /// Runs `work` on the lake srdp attached for `catalog`, holding the runner for the whole
+    /// call (this also serialises maintenance in the process). `writer_for` names what needs
+    /// the writer role, if anything does. When `work` meets a stale inlined-data table, the
+    /// catalog is re-attached from its definition before the error is returned.
+    pub fn with_lake<T>(
+        &self,
+        catalog: &str,
+        writer_for: Option<&str>,
+        work: impl FnOnce(&Lake) -> Result<T>,
+    ) -> Result<T> {
         let mut inner = self.lock();
-        let mut live = Vec::new();
-        let aliases: Vec<String> = inner.attached.keys().cloned().collect();
-        for alias in aliases {
-            if inner.count(&sql::database_exists(&Literal::new(&alias)))? > 0 {
-                live.push(inner.attached[&alias].clone());
-            } else {
-                inner.attached.remove(&alias);
+        let spec = inner.lake(catalog, writer_for)?;
+        let result = work(&Lake::new(&inner.conn, &spec));
+        match result {
+            Err(SrdpError::StaleCatalog {
+                catalog,
+                doing,
+                message,
+                ..
+            }) => {
+                let outcome = match inner.reattach(&spec) {
+                    Ok(()) => format!(
+                        "srdp re-attached '{}' from the definition; run the call again",
+                        spec.alias
+                    ),
+                    Err(e) => e.to_string(),
+                };
+                Err(SrdpError::StaleCatalog {
+                    catalog,
+                    doing,
+                    message,
+                    outcome,
+                })
             }
+            other => other,
         }
-        Ok(live)
     }
 }
 
 impl Inner {
+    fn live(&mut self) -> Result<Vec<AttachSpec>> {
+        let mut live = Vec::new();
+        let aliases: Vec<String> = self.attached.keys().cloned().collect();
+        for alias in aliases {
+            if self.count(&sql::database_exists(&Literal::new(&alias)))? > 0 {
+                live.push(self.attached[&alias].clone());
+            } else {
+                self.attached.remove(&alias);
+            }
+        }
+        Ok(live)
+    }
+
+    /// The attachment to work on for `catalog`: the one under the catalog's own name if there
+    /// is one, a writer when a writer is needed.
+    fn lake(&mut self, catalog: &str, writer_for: Option<&str>) -> Result<AttachSpec> {
+        let mut candidates: Vec<AttachSpec> = self
+            .live()?
+            .into_iter()
+            .filter(|s| s.catalog == catalog)
+            .collect();
+        candidates.sort_by_key(|s| (s.alias != catalog, s.read_only()));
+        let Some(first) = candidates.first() else {
+            return Err(SrdpError::NotAttached {
+                catalog: catalog.to_string(),
+                role_hint: if writer_for.is_some() {
+                    ", role := 'writer'".into()
+                } else {
+                    String::new()
+                },
+            });
+        };
+        match writer_for {
+            None => Ok(first.clone()),
+            Some(what) => candidates
+                .iter()
+                .find(|s| !s.read_only())
+                .cloned()
+                .ok_or_else(|| SrdpError::ReadOnly {
+                    catalog: catalog.to_string(),
+                    alias: first.alias.clone(),
+                    what: what.to_string(),
+                }),
+        }
+    }
+
     fn count(&self, query: &str) -> Result<i64> {
         self.conn
             .query_row(query, [], |row| row.get::<_, i64>(0))

@@ -86,6 +86,119 @@ pub fn secret_exists(name: &Literal) -> String {
     format!("SELECT count(*) FROM duckdb_secrets() WHERE name = {name}")
 }
 
+/// The hidden database DuckLake attaches the metadata of lake `alias` under.
+pub fn metadata_catalog(alias: &str) -> Ident {
+    Ident::new(&format!("__ducklake_metadata_{alias}"))
+}
+
+/// `"<metadata catalog>"."<metadata schema>".<table>`
+pub struct MetadataTables {
+    prefix: String,
+}
+
+impl MetadataTables {
+    pub fn new(alias: &str, metadata_schema: &str) -> Self {
+        MetadataTables {
+            prefix: format!(
+                "{}.{}",
+                metadata_catalog(alias),
+                Ident::new(metadata_schema)
+            ),
+        }
+    }
+
+    fn table(&self, name: &str) -> String {
+        format!("{}.{}", self.prefix, Ident::new(name))
+    }
+
+    /// Live datasets: `schema_id, schema_name, table_id, table_name`, in (schema, table) order.
+    pub fn datasets(&self) -> String {
+        format!(
+            "SELECT s.schema_id, s.schema_name, t.table_id, t.table_name \
+             FROM {} t JOIN {} s ON t.schema_id = s.schema_id \
+             WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL \
+             ORDER BY s.schema_name, t.table_name",
+            self.table("ducklake_table"),
+            self.table("ducklake_schema")
+        )
+    }
+
+    /// Live schema names, in order.
+    pub fn schemas(&self) -> String {
+        format!(
+            "SELECT schema_name FROM {} WHERE end_snapshot IS NULL ORDER BY schema_name",
+            self.table("ducklake_schema")
+        )
+    }
+
+    /// DuckLake 1.0's registry of inlined insertion tables: `table_id, table_name`.
+    pub fn inlined_registry(&self) -> String {
+        format!(
+            "SELECT table_id, table_name FROM {} ORDER BY table_id, schema_version",
+            self.table("ducklake_inlined_data_tables")
+        )
+    }
+
+    /// Physical rows of each registered inlined table: `table_id, rows`, one row per table.
+    /// Every row is an insertion record (live, deleted or superseded); inline deletion markers
+    /// live in `ducklake_inlined_delete_<id>`, which is never registered.
+    pub fn inlined_counts(&self, tables: &[(i64, String)]) -> String {
+        if tables.is_empty() {
+            return "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false".to_string();
+        }
+        tables
+            .iter()
+            .map(|(id, name)| {
+                format!(
+                    "SELECT {id}::BIGINT AS table_id, count(*)::BIGINT AS n FROM {}",
+                    self.table(name)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    }
+
+    /// Live data files of one table.
+    pub fn live_files_of(&self, table_id: i64) -> String {
+        format!(
+            "SELECT count(*)::BIGINT FROM {} WHERE table_id = {table_id} AND end_snapshot IS NULL",
+            self.table("ducklake_data_file")
+        )
+    }
+
+    /// Every `auto_compact` option: `scope, scope_id, value` (scope NULL = catalog-wide).
+    pub fn auto_compact_options(&self) -> String {
+        format!(
+            "SELECT scope, scope_id, value FROM {} WHERE key = 'auto_compact'",
+            self.table("ducklake_metadata")
+        )
+    }
+
+    /// The latest snapshot id.
+    pub fn latest_snapshot(&self) -> String {
+        format!(
+            "SELECT max(snapshot_id) FROM {}",
+            self.table("ducklake_snapshot")
+        )
+    }
+}
+
+/// Flushes one dataset's inlined rows; returns the physical rows flushed as one BIGINT.
+pub fn flush(alias: &Literal, schema: &Literal, table: &Literal) -> String {
+    format!(
+        "SELECT COALESCE(sum(rows_flushed), 0)::BIGINT \
+         FROM ducklake_flush_inlined_data({alias}, schema_name => {schema}, table_name => {table})"
+    )
+}
+
+/// Merges one dataset's adjacent small files; returns `files_processed, files_created`.
+pub fn merge(alias: &Literal, schema: &Literal, table: &Literal) -> String {
+    format!(
+        "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
+         FROM ducklake_merge_adjacent_files({alias}, {table}, schema => {schema})"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +260,48 @@ mod tests {
         assert_eq!(
             secret_exists(&Literal::new("w")),
             "SELECT count(*) FROM duckdb_secrets() WHERE name = 'w'"
+        );
+    }
+
+    #[test]
+    fn builds_metadata_queries() {
+        let m = MetadataTables::new("my lake", "main");
+        assert_eq!(
+            m.datasets(),
+            "SELECT s.schema_id, s.schema_name, t.table_id, t.table_name \
+             FROM \"__ducklake_metadata_my lake\".\"main\".\"ducklake_table\" t \
+             JOIN \"__ducklake_metadata_my lake\".\"main\".\"ducklake_schema\" s ON t.schema_id = s.schema_id \
+             WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL ORDER BY s.schema_name, t.table_name"
+        );
+        assert_eq!(
+            m.inlined_counts(&[(1, "ducklake_inlined_data_1_1".into()), (2, "x\"y".into())]),
+            "SELECT 1::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_my lake\".\"main\".\"ducklake_inlined_data_1_1\" \
+             UNION ALL SELECT 2::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_my lake\".\"main\".\"x\"\"y\""
+        );
+        assert_eq!(
+            m.inlined_counts(&[]),
+            "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false"
+        );
+        assert_eq!(
+            MetadataTables::new("l", "meta").live_files_of(3),
+            "SELECT count(*)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" WHERE table_id = 3 AND end_snapshot IS NULL"
+        );
+    }
+
+    #[test]
+    fn builds_maintenance_calls() {
+        let (a, s, t) = (
+            Literal::new("lake"),
+            Literal::new("raw"),
+            Literal::new("it's"),
+        );
+        assert_eq!(
+            flush(&a, &s, &t),
+            "SELECT COALESCE(sum(rows_flushed), 0)::BIGINT FROM ducklake_flush_inlined_data('lake', schema_name => 'raw', table_name => 'it''s')"
+        );
+        assert_eq!(
+            merge(&a, &s, &t),
+            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT FROM ducklake_merge_adjacent_files('lake', 'it''s', schema => 'raw')"
         );
     }
 }

@@ -84,6 +84,11 @@ impl<'a> Args<'a> {
         Ok(self.named(name)?.map(|v| v.to_bool()))
     }
 
+    /// A named BIGINT argument; NULL is an error, absent is `None`.
+    pub fn bigint(&self, name: &str) -> Result<Option<i64>> {
+        Ok(self.named(name)?.map(|v| v.to_int64()))
+    }
+
     /// Where the definition comes from for this call (see [`config::locate`]).
     pub fn sources(&self) -> Result<Sources> {
         let parameter = match self.bind.get_named_parameter("config") {

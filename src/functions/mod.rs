@@ -8,8 +8,13 @@
 
 mod args;
 mod attach_catalog;
+mod catalog_pressure;
 mod catalogs;
+mod compact;
+mod flush;
+mod inlined_row_count;
 mod output;
+mod selection;
 mod version;
 
 pub use args::{Args, CONFIG_SETTING};
@@ -134,6 +139,22 @@ pub fn register(con: &Connection, shared: &Shared) -> duckdb::Result<()> {
     )?;
     con.register_table_function_with_extra_info::<Table<attach_catalog::AttachCatalog>, _>(
         attach_catalog::AttachCatalog::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<inlined_row_count::InlinedRowCount>, _>(
+        inlined_row_count::InlinedRowCount::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<flush::Flush>, _>(
+        flush::Flush::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<compact::Compact>, _>(
+        compact::Compact::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<catalog_pressure::CatalogPressure>, _>(
+        catalog_pressure::CatalogPressure::NAME,
         shared,
     )?;
     Ok(())

@@ -12,6 +12,8 @@ pub enum Kind {
     Text,
     BigInt,
     Boolean,
+    /// TIMESTAMP WITH TIME ZONE, microseconds since the epoch.
+    TimestampTz,
 }
 
 impl Kind {
@@ -20,6 +22,7 @@ impl Kind {
             Kind::Text => LogicalTypeId::Varchar,
             Kind::BigInt => LogicalTypeId::Bigint,
             Kind::Boolean => LogicalTypeId::Boolean,
+            Kind::TimestampTz => LogicalTypeId::TimestampTZ,
         })
     }
 }
@@ -50,6 +53,12 @@ impl Column {
             kind: Kind::Boolean,
         }
     }
+    pub const fn timestamptz(name: &'static str) -> Self {
+        Column {
+            name,
+            kind: Kind::TimestampTz,
+        }
+    }
 }
 
 /// One value of a result row.
@@ -58,6 +67,8 @@ pub enum Cell {
     Text(String),
     Int(i64),
     Bool(bool),
+    /// Microseconds since the Unix epoch.
+    Timestamp(i64),
     Null,
 }
 
@@ -109,6 +120,11 @@ pub fn write(output: &mut DataChunkHandle, columns: &[Column], rows: &[Vec<Cell>
                 (Kind::BigInt, Cell::Int(v)) => unsafe { vector.as_mut_slice::<i64>()[r] = *v },
                 // SAFETY: the vector is a flat BOOLEAN vector of at least CHUNK_ROWS entries.
                 (Kind::Boolean, Cell::Bool(v)) => unsafe { vector.as_mut_slice::<bool>()[r] = *v },
+                // SAFETY: TIMESTAMPTZ is stored as i64 microseconds, CHUNK_ROWS entries.
+                (Kind::TimestampTz, Cell::Timestamp(v)) => unsafe {
+                    vector.as_mut_slice::<i64>()[r] = *v
+                },
+                // SAFETY: TIMESTAMPTZ is stored as i64 microseconds, CHUNK_ROWS entries.
                 _ => vector.set_null(r),
             }
         }

@@ -1,0 +1,133 @@
+//! `srdp_compact(catalog, schema_name :=, table_name :=, dry_run := false)`: flushes, then
+//! merges adjacent small Parquet files, one dataset at a time.
+//!
+//! For each selected dataset, in (schema, table) order: `ducklake_flush_inlined_data` (commits
+//! on its own), then `ducklake_merge_adjacent_files(alias, table, schema => ...)` (commits on
+//! its own), each retried like `srdp_flush`. DuckLake merges only files of the same partition
+//! and schema version, keeps the replaced files (scheduled for deletion, never deleted here) and
+//! keeps time travel; srdp never expires snapshots or deletes files.
+//! Parameters: as `srdp_flush`.
+//! Returns one row per dataset: `catalog, schema_name, table_name, rows_flushed BIGINT,
+//! files_before BIGINT` (live data files before the flush), `files_after BIGINT` (after the
+//! merge; NULL for a dry run), `files_processed BIGINT, files_created BIGINT` (by the merge;
+//! NULL for a dry run), `attempts BIGINT` (the most attempts any step needed; 1 = no retry),
+//! `duration_ms BIGINT`, `status` (`compacted`, `nothing to do`, `planned`,
+//! `skipped: auto_compact is false`).
+//! Errors: as `srdp_flush`.
+//!
+//! ```sql
+//! SELECT schema_name, table_name, files_before, files_after, status FROM srdp_compact('lake');
+//! ```
+
+use super::selection::Selection;
+use super::{Args, Cell, Column, Shared, SrdpFunction};
+use crate::error::Result;
+use crate::maintenance::elapsed_ms;
+use crate::plan;
+use duckdb::core::{LogicalTypeHandle, LogicalTypeId};
+use std::time::Instant;
+
+pub struct Compact;
+
+pub struct Bound {
+    sel: Selection,
+    dry_run: bool,
+}
+
+impl SrdpFunction for Compact {
+    type Bound = Bound;
+    const NAME: &'static str = "srdp_compact";
+
+    fn positional() -> &'static [&'static str] {
+        &["catalog"]
+    }
+
+    fn named() -> Vec<(&'static str, LogicalTypeHandle)> {
+        let mut named = Selection::named();
+        named.push(("dry_run", LogicalTypeHandle::from(LogicalTypeId::Boolean)));
+        named
+    }
+
+    fn columns() -> Vec<Column> {
+        vec![
+            Column::text("catalog"),
+            Column::text("schema_name"),
+            Column::text("table_name"),
+            Column::bigint("rows_flushed"),
+            Column::bigint("files_before"),
+            Column::bigint("files_after"),
+            Column::bigint("files_processed"),
+            Column::bigint("files_created"),
+            Column::bigint("attempts"),
+            Column::bigint("duration_ms"),
+            Column::text("status"),
+        ]
+    }
+
+    fn bind(args: &Args) -> Result<Self::Bound> {
+        Ok(Bound {
+            sel: Selection::bind(args)?,
+            dry_run: args.boolean("dry_run")?.unwrap_or(false),
+        })
+    }
+
+    fn run(b: &Self::Bound, shared: &Shared) -> Result<Vec<Vec<Cell>>> {
+        let writer_for = (!b.dry_run).then_some("compaction");
+        shared.runner.with_lake(&b.sel.catalog, writer_for, |lake| {
+            let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
+            let options = lake.auto_compact_options()?;
+            let mut rows = Vec::with_capacity(datasets.len());
+            let mut done = Vec::new();
+            let inlined = if b.dry_run {
+                lake.inlined(&datasets)?
+            } else {
+                Default::default()
+            };
+            for d in &datasets {
+                let start = Instant::now();
+                let auto = plan::auto_compact(&options, d);
+                let files_before = lake.files(d)?;
+                let cells: Vec<Cell> = if b.dry_run {
+                    let planned = if auto {
+                        inlined.get(&d.table_id).map_or(0, |n| n.rows)
+                    } else {
+                        0
+                    };
+                    vec![
+                        planned.into(),
+                        files_before.into(),
+                        Cell::Null,
+                        Cell::Null,
+                        Cell::Null,
+                        0i64.into(),
+                        elapsed_ms(start).into(),
+                        plan::planned_status(auto).into(),
+                    ]
+                } else {
+                    let flushed = lake.flush(d, &done)?;
+                    let merged = lake.merge(d, &done)?;
+                    let (processed, created) = merged.value;
+                    vec![
+                        flushed.value.into(),
+                        files_before.into(),
+                        lake.files(d)?.into(),
+                        processed.into(),
+                        created.into(),
+                        i64::from(flushed.attempts.max(merged.attempts)).into(),
+                        elapsed_ms(start).into(),
+                        plan::compact_status(flushed.value, processed, auto).into(),
+                    ]
+                };
+                let mut row: Vec<Cell> = vec![
+                    b.sel.catalog.clone().into(),
+                    d.schema.clone().into(),
+                    d.table.clone().into(),
+                ];
+                row.extend(cells);
+                rows.push(row);
+                done.push(d.name());
+            }
+            Ok(rows)
+        })
+    }
+}

@@ -1,0 +1,133 @@
+//! `srdp_flush(catalog, schema_name :=, table_name :=, dry_run := false)`: writes inlined rows
+//! out to Parquet, one dataset at a time.
+//!
+//! For each selected dataset, in (schema, table) order, one
+//! `ducklake_flush_inlined_data(alias, schema_name => ..., table_name => ...)` that commits on
+//! its own, retried on transaction conflicts and busy catalogs (`max_attempts`, doubling waits
+//! from `retry_backoff_ms`, capped at 2 s). Never expires snapshots or deletes files.
+//! Parameters: `catalog` (attached as writer, except for a dry run), `schema_name :=`,
+//! `table_name :=`, `dry_run := false` (true: return the planned rows, change nothing),
+//! `config :=`.
+//! Returns one row per dataset: `catalog, schema_name, table_name, rows_flushed BIGINT`
+//! (physical inlined rows written out; for a dry run, the rows that would be), `attempts BIGINT`
+//! (0 for a dry run), `duration_ms BIGINT`, `status` (`flushed`, `nothing to do`, `planned`,
+//! `skipped: auto_compact is false`).
+//! Errors: unknown catalog, schema or dataset; a read-only attach; a step that fails for good
+//! (names the dataset and the datasets already committed).
+//!
+//! ```sql
+//! SELECT * FROM srdp_flush('lake', schema_name := 'raw');
+//! ```
+
+use super::selection::Selection;
+use super::{Args, Cell, Column, Shared, SrdpFunction};
+use crate::error::Result;
+use crate::maintenance::elapsed_ms;
+use crate::plan;
+use duckdb::core::{LogicalTypeHandle, LogicalTypeId};
+use std::time::Instant;
+
+pub struct Flush;
+
+pub struct Bound {
+    sel: Selection,
+    dry_run: bool,
+}
+
+impl SrdpFunction for Flush {
+    type Bound = Bound;
+    const NAME: &'static str = "srdp_flush";
+
+    fn positional() -> &'static [&'static str] {
+        &["catalog"]
+    }
+
+    fn named() -> Vec<(&'static str, LogicalTypeHandle)> {
+        let mut named = Selection::named();
+        named.push(("dry_run", LogicalTypeHandle::from(LogicalTypeId::Boolean)));
+        named
+    }
+
+    fn columns() -> Vec<Column> {
+        vec![
+            Column::text("catalog"),
+            Column::text("schema_name"),
+            Column::text("table_name"),
+            Column::bigint("rows_flushed"),
+            Column::bigint("attempts"),
+            Column::bigint("duration_ms"),
+            Column::text("status"),
+        ]
+    }
+
+    fn bind(args: &Args) -> Result<Self::Bound> {
+        Ok(Bound {
+            sel: Selection::bind(args)?,
+            dry_run: args.boolean("dry_run")?.unwrap_or(false),
+        })
+    }
+
+    fn run(b: &Self::Bound, shared: &Shared) -> Result<Vec<Vec<Cell>>> {
+        let writer_for = (!b.dry_run).then_some("flushing");
+        shared.runner.with_lake(&b.sel.catalog, writer_for, |lake| {
+            let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
+            let options = lake.auto_compact_options()?;
+            let mut rows = Vec::with_capacity(datasets.len());
+            let mut done = Vec::new();
+            if b.dry_run {
+                let inlined = lake.inlined(&datasets)?;
+                for d in &datasets {
+                    let auto = plan::auto_compact(&options, d);
+                    let planned = if auto {
+                        inlined.get(&d.table_id).map_or(0, |n| n.rows)
+                    } else {
+                        0
+                    };
+                    rows.push(row(
+                        &b.sel.catalog,
+                        d,
+                        planned,
+                        0,
+                        0,
+                        plan::planned_status(auto),
+                    ));
+                }
+                return Ok(rows);
+            }
+            for d in &datasets {
+                let start = Instant::now();
+                let flushed = lake.flush(d, &done)?;
+                let status = plan::flush_status(flushed.value, plan::auto_compact(&options, d));
+                rows.push(row(
+                    &b.sel.catalog,
+                    d,
+                    flushed.value,
+                    flushed.attempts,
+                    elapsed_ms(start),
+                    status,
+                ));
+                done.push(d.name());
+            }
+            Ok(rows)
+        })
+    }
+}
+
+fn row(
+    catalog: &str,
+    d: &plan::Dataset,
+    flushed: i64,
+    attempts: u32,
+    ms: i64,
+    status: &str,
+) -> Vec<Cell> {
+    vec![
+        catalog.into(),
+        d.schema.clone().into(),
+        d.table.clone().into(),
+        flushed.into(),
+        i64::from(attempts).into(),
+        ms.into(),
+        status.into(),
+    ]
+}

@@ -1,0 +1,209 @@
+//! Dataset maintenance on the runner connection: inlined-row counts, flush and compaction.
+//!
+//! One dataset at a time, in (schema, table) order. Every step is one autocommit statement on
+//! the runner, so it commits on its own: a failure later in the call never undoes an earlier
+//! dataset. A step that fails with a retryable error (see [`plan::classify`]) is run again, up to
+//! `max_attempts` times with doubling waits; DuckLake re-plans from the current snapshot, so a
+//! re-run is safe. srdp only ever re-runs the SQL it wrote itself.
+
+use crate::attach::AttachSpec;
+use crate::error::{Result, SrdpError};
+use crate::plan::{self, AutoCompactOption, Dataset, Failure};
+use crate::runner::backoff;
+use crate::sql::{self, Literal, MetadataTables};
+use duckdb::Connection;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// The selected datasets of one attached lake, with what the metadata says about them.
+pub struct Lake<'a> {
+    conn: &'a Connection,
+    spec: &'a AttachSpec,
+    meta: MetadataTables,
+}
+
+/// Inlined insertion records of one dataset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Inlined {
+    pub rows: i64,
+    pub tables: i64,
+}
+
+/// The outcome of a step that may have been retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stepped<T> {
+    pub value: T,
+    pub attempts: u32,
+}
+
+impl<'a> Lake<'a> {
+    pub fn new(conn: &'a Connection, spec: &'a AttachSpec) -> Self {
+        Lake {
+            conn,
+            spec,
+            meta: MetadataTables::new(&spec.alias, &spec.metadata_schema),
+        }
+    }
+
+    fn read<T>(
+        &self,
+        query: &str,
+        row: impl FnMut(&duckdb::Row) -> duckdb::Result<T>,
+    ) -> Result<Vec<T>> {
+        let failed = |e: duckdb::Error| {
+            SrdpError::duckdb(
+                format!(
+                    "reading the metadata of catalog '{}' failed",
+                    self.spec.catalog
+                ),
+                e,
+            )
+        };
+        let mut statement = self.conn.prepare(query).map_err(failed)?;
+        let rows = statement.query_map([], row).map_err(failed)?;
+        rows.collect::<duckdb::Result<Vec<T>>>().map_err(failed)
+    }
+
+    /// The datasets selected by schema and table name (see [`plan::select`]).
+    pub fn select(&self, schema: Option<&str>, table: Option<&str>) -> Result<Vec<Dataset>> {
+        let all = self.read(&self.meta.datasets(), |r| {
+            Ok(Dataset {
+                schema_id: r.get(0)?,
+                schema: r.get(1)?,
+                table_id: r.get(2)?,
+                table: r.get(3)?,
+            })
+        })?;
+        let schemas = self.read(&self.meta.schemas(), |r| r.get::<_, String>(0))?;
+        plan::select(&self.spec.catalog, &all, &schemas, schema, table)
+    }
+
+    /// Inlined insertion records per table id, for the given datasets (missing = zero).
+    ///
+    /// A flush in another process can drop a superseded inlined table between reading the
+    /// registry and counting it; the registry is then read again (up to three times).
+    pub fn inlined(&self, datasets: &[Dataset]) -> Result<BTreeMap<i64, Inlined>> {
+        let wanted: std::collections::BTreeSet<i64> = datasets.iter().map(|d| d.table_id).collect();
+        let mut last = None;
+        for _ in 0..3 {
+            let registry: Vec<(i64, String)> = self
+                .read(&self.meta.inlined_registry(), |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .into_iter()
+                .filter(|(id, _)| wanted.contains(id))
+                .collect();
+            match self.read(&self.meta.inlined_counts(&registry), |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+            }) {
+                Ok(counts) => {
+                    let mut out: BTreeMap<i64, Inlined> = BTreeMap::new();
+                    for (id, n) in counts {
+                        let entry = out.entry(id).or_default();
+                        entry.rows += n;
+                        entry.tables += 1;
+                    }
+                    return Ok(out);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            SrdpError::InvalidArgument("inlined rows could not be counted".into())
+        }))
+    }
+
+    /// Live data files of one dataset.
+    pub fn files(&self, dataset: &Dataset) -> Result<i64> {
+        let counts = self.read(&self.meta.live_files_of(dataset.table_id), |r| r.get(0))?;
+        Ok(counts.first().copied().unwrap_or(0))
+    }
+
+    /// Every `auto_compact` option of the catalog.
+    pub fn auto_compact_options(&self) -> Result<Vec<AutoCompactOption>> {
+        self.read(&self.meta.auto_compact_options(), |r| {
+            Ok(AutoCompactOption {
+                scope: r.get(0)?,
+                scope_id: r.get(1)?,
+                value: r.get(2)?,
+            })
+        })
+    }
+
+    /// Runs one maintenance statement for `dataset` with srdp's retry policy.
+    pub fn step<T>(
+        &self,
+        dataset: &Dataset,
+        step: &str,
+        statement: &str,
+        done: &[String],
+        row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
+    ) -> Result<Stepped<T>> {
+        let max = self.spec.max_attempts;
+        for attempt in 1..=max {
+            let message = match self.conn.query_row(statement, [], &row) {
+                Ok(value) => {
+                    return Ok(Stepped {
+                        value,
+                        attempts: attempt,
+                    })
+                }
+                Err(e) => crate::redact::redact(&e.to_string()),
+            };
+            match plan::classify(&message) {
+                Failure::Retryable if attempt < max => {
+                    std::thread::sleep(backoff(self.spec.retry_backoff_ms, attempt));
+                }
+                Failure::StaleInlinedTable => {
+                    return Err(SrdpError::StaleCatalog {
+                        catalog: self.spec.catalog.clone(),
+                        doing: format!("trying to {step} dataset '{}'", dataset.name()),
+                        message,
+                        outcome: String::new(),
+                    })
+                }
+                _ => {
+                    return Err(SrdpError::MaintenanceFailed {
+                        dataset: dataset.name(),
+                        step: step.to_string(),
+                        attempts: attempt,
+                        message,
+                        done: if done.is_empty() {
+                            "none".into()
+                        } else {
+                            done.join(", ")
+                        },
+                    })
+                }
+            }
+        }
+        unreachable!("max_attempts is at least 1 (validated in config)")
+    }
+
+    /// Flushes one dataset's inlined rows; returns the physical rows flushed.
+    pub fn flush(&self, dataset: &Dataset, done: &[String]) -> Result<Stepped<i64>> {
+        let statement = sql::flush(
+            &Literal::new(&self.spec.alias),
+            &Literal::new(&dataset.schema),
+            &Literal::new(&dataset.table),
+        );
+        self.step(dataset, "flush", &statement, done, |r| r.get(0))
+    }
+
+    /// Merges one dataset's adjacent small files; returns (files processed, files created).
+    pub fn merge(&self, dataset: &Dataset, done: &[String]) -> Result<Stepped<(i64, i64)>> {
+        let statement = sql::merge(
+            &Literal::new(&self.spec.alias),
+            &Literal::new(&dataset.schema),
+            &Literal::new(&dataset.table),
+        );
+        self.step(dataset, "merge", &statement, done, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+    }
+}
+
+/// Milliseconds since `start`, as a BIGINT.
+pub fn elapsed_ms(start: Instant) -> i64 {
+    i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,339 @@
+//! Maintenance planning and error classification (pure; no DuckDB).
+//!
+//! * [`select`] picks the datasets a call touches, in (schema, table) order, or explains which
+//!   exist when the selection matches nothing.
+//! * [`classify`] decides what a failed step means: retry it, heal a stale catalog, or stop.
+//! * [`auto_compact`] resolves DuckLake's `auto_compact` option the way DuckLake 1.0 does:
+//!   table, then schema, then catalog, default true. DuckLake skips such tables even when a
+//!   call names them, and srdp reports that instead of pretending.
+
+use crate::error::{Result, SrdpError};
+
+/// One DuckLake table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dataset {
+    pub schema_id: i64,
+    pub schema: String,
+    pub table_id: i64,
+    pub table: String,
+}
+
+impl Dataset {
+    /// `schema.table`, as messages name it.
+    pub fn name(&self) -> String {
+        format!("{}.{}", self.schema, self.table)
+    }
+}
+
+/// The datasets selected by `schema_name :=` and `table_name :=` (each optional). A table name
+/// alone selects that table in every schema. Selecting something that does not exist is an
+/// error that lists what does.
+pub fn select(
+    catalog: &str,
+    all: &[Dataset],
+    schemas: &[String],
+    schema: Option<&str>,
+    table: Option<&str>,
+) -> Result<Vec<Dataset>> {
+    if let Some(s) = schema {
+        if !schemas.iter().any(|known| known == s) {
+            return Err(SrdpError::InvalidArgument(format!(
+                "no schema '{s}' in catalog '{catalog}' (schemas: {})",
+                list(schemas.iter().cloned())
+            )));
+        }
+    }
+    let mut selected: Vec<Dataset> = all
+        .iter()
+        .filter(|d| schema.is_none_or(|s| d.schema == s))
+        .filter(|d| table.is_none_or(|t| d.table == t))
+        .cloned()
+        .collect();
+    if let (Some(t), true) = (table, selected.is_empty()) {
+        let scope = schema.map_or(String::new(), |s| format!(" in schema '{s}'"));
+        let candidates = all
+            .iter()
+            .filter(|d| schema.is_none_or(|s| d.schema == s))
+            .map(Dataset::name);
+        return Err(SrdpError::InvalidArgument(format!(
+            "no dataset '{t}'{scope} in catalog '{catalog}' (datasets: {})",
+            list(candidates)
+        )));
+    }
+    selected.sort_by(|a, b| (&a.schema, &a.table).cmp(&(&b.schema, &b.table)));
+    Ok(selected)
+}
+
+fn list(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// What a failed maintenance step means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A commit conflict or a busy catalog: run the step again after a wait.
+    Retryable,
+    /// DuckLake 1.0 read an inlined-data table another process dropped (duckdb/ducklake#1305):
+    /// only DETACH + ATTACH heals it.
+    StaleInlinedTable,
+    /// Anything else: stop and report.
+    Fatal,
+}
+
+/// Classifies a DuckDB error message from a maintenance step.
+pub fn classify(message: &str) -> Failure {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("transactions can either make changes or perform compaction") {
+        return Failure::Fatal;
+    }
+    if is_stale_inlined(&lower) {
+        return Failure::StaleInlinedTable;
+    }
+    let transient = [
+        "database is locked",
+        "deadlock detected",
+        "could not serialize",
+        "exceeded the maximum retry count",
+    ];
+    if transient.iter().any(|t| lower.contains(t))
+        || (lower.contains("failed to commit ducklake transaction") && lower.contains("conflict"))
+    {
+        return Failure::Retryable;
+    }
+    Failure::Fatal
+}
+
+/// `... ducklake_inlined_data_<t>_<v> does not exist` (SQLite/DuckDB and PostgreSQL wording).
+fn is_stale_inlined(lower: &str) -> bool {
+    let Some(at) = lower.find("ducklake_inlined_data_") else {
+        return false;
+    };
+    let rest = &lower[at + "ducklake_inlined_data_".len()..];
+    let digits = rest
+        .split(|c: char| !(c.is_ascii_digit() || c == '_'))
+        .next()
+        .unwrap_or("");
+    let mut parts = digits.split('_');
+    let numbered = matches!((parts.next(), parts.next()), (Some(t), Some(v)) if !t.is_empty() && !v.is_empty());
+    numbered && lower.contains("does not exist")
+}
+
+/// One `auto_compact` row of `ducklake_metadata`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoCompactOption {
+    /// `None` = catalog-wide, `Some("schema")`, `Some("table")`.
+    pub scope: Option<String>,
+    pub scope_id: Option<i64>,
+    pub value: String,
+}
+
+/// Whether DuckLake will maintain `dataset`: table option, else schema, else catalog, else true.
+pub fn auto_compact(options: &[AutoCompactOption], dataset: &Dataset) -> bool {
+    let find = |scope: Option<&str>, id: Option<i64>| {
+        options
+            .iter()
+            .find(|o| o.scope.as_deref() == scope && (scope.is_none() || o.scope_id == id))
+    };
+    let option = find(Some("table"), Some(dataset.table_id))
+        .or_else(|| find(Some("schema"), Some(dataset.schema_id)))
+        .or_else(|| find(None, None));
+    option.is_none_or(|o| !o.value.eq_ignore_ascii_case("false"))
+}
+
+/// Status words of result rows.
+pub mod status {
+    pub const FLUSHED: &str = "flushed";
+    pub const COMPACTED: &str = "compacted";
+    pub const NOTHING_TO_DO: &str = "nothing to do";
+    pub const PLANNED: &str = "planned";
+    pub const SKIPPED_AUTO_COMPACT: &str = "skipped: auto_compact is false";
+}
+
+/// The status of a flushed dataset.
+pub fn flush_status(rows_flushed: i64, auto_compact: bool) -> &'static str {
+    match (rows_flushed > 0, auto_compact) {
+        (true, _) => status::FLUSHED,
+        (false, false) => status::SKIPPED_AUTO_COMPACT,
+        (false, true) => status::NOTHING_TO_DO,
+    }
+}
+
+/// The status of a compacted dataset (flush, then merge).
+pub fn compact_status(rows_flushed: i64, files_processed: i64, auto_compact: bool) -> &'static str {
+    match (rows_flushed > 0 || files_processed > 0, auto_compact) {
+        (true, _) => status::COMPACTED,
+        (false, false) => status::SKIPPED_AUTO_COMPACT,
+        (false, true) => status::NOTHING_TO_DO,
+    }
+}
+
+/// The status of a dry-run row.
+pub fn planned_status(auto_compact: bool) -> &'static str {
+    if auto_compact {
+        status::PLANNED
+    } else {
+        status::SKIPPED_AUTO_COMPACT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ds(schema_id: i64, schema: &str, table_id: i64, table: &str) -> Dataset {
+        Dataset {
+            schema_id,
+            schema: schema.into(),
+            table_id,
+            table: table.into(),
+        }
+    }
+
+    fn lake() -> (Vec<Dataset>, Vec<String>) {
+        (
+            vec![
+                ds(1, "raw", 3, "events"),
+                ds(0, "main", 1, "t"),
+                ds(1, "raw", 2, "users"),
+                ds(0, "main", 4, "events"),
+            ],
+            vec!["main".into(), "raw".into(), "empty".into()],
+        )
+    }
+
+    fn names(v: &[Dataset]) -> Vec<String> {
+        v.iter().map(Dataset::name).collect()
+    }
+
+    #[test]
+    fn selects_in_schema_table_order() {
+        let (all, schemas) = lake();
+        assert_eq!(
+            names(&select("lake", &all, &schemas, None, None).unwrap()),
+            ["main.events", "main.t", "raw.events", "raw.users"]
+        );
+        assert_eq!(
+            names(&select("lake", &all, &schemas, Some("raw"), None).unwrap()),
+            ["raw.events", "raw.users"]
+        );
+        assert_eq!(
+            names(&select("lake", &all, &schemas, None, Some("events")).unwrap()),
+            ["main.events", "raw.events"]
+        );
+        assert_eq!(
+            names(&select("lake", &all, &schemas, Some("raw"), Some("users")).unwrap()),
+            ["raw.users"]
+        );
+        assert!(select("lake", &all, &schemas, Some("empty"), None)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn selecting_what_does_not_exist_lists_what_does() {
+        let (all, schemas) = lake();
+        assert_eq!(
+            select("lake", &all, &schemas, Some("rw"), None)
+                .unwrap_err()
+                .to_string(),
+            "no schema 'rw' in catalog 'lake' (schemas: main, raw, empty)"
+        );
+        assert_eq!(
+            select("lake", &all, &schemas, Some("raw"), Some("t"))
+                .unwrap_err()
+                .to_string(),
+            "no dataset 't' in schema 'raw' in catalog 'lake' (datasets: raw.events, raw.users)"
+        );
+        assert_eq!(
+            select("lake", &all, &schemas, None, Some("nope")).unwrap_err().to_string(),
+            "no dataset 'nope' in catalog 'lake' (datasets: raw.events, main.t, raw.users, main.events)"
+        );
+        assert_eq!(
+            select("lake", &[], &[], None, Some("x"))
+                .unwrap_err()
+                .to_string(),
+            "no dataset 'x' in catalog 'lake' (datasets: none)"
+        );
+    }
+
+    #[test]
+    fn classifies_the_verified_error_texts() {
+        let retry = [
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nFailed to flush changes into DuckLake: database is locked",
+            "Invalid Error: Failed to delete flushed inlined data in DuckLake from table ducklake_inlined_data_1_1: database is locked",
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nTransaction conflict - attempting to compact table with index \"1\" - but another transaction has compacted it",
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nFailed to delete flushed inlined data in DuckLake from table ducklake_inlined_data_1_1: Conflict on tuple deletion!",
+            "Failed to flush changes into DuckLake: Failed to execute query \"INSERT INTO ...\": ERROR:  deadlock detected DETAIL: ...",
+            "Exceeded the maximum retry count of 10 set by the ducklake_max_retry_count setting.",
+            "ERROR: could not serialize access due to concurrent update",
+        ];
+        for m in retry {
+            assert_eq!(classify(m), Failure::Retryable, "{m}");
+        }
+        let stale = [
+            "Catalog Error: Failed to read inlined data from DuckLake: Table with name ducklake_inlined_data_1_1 does not exist!\nDid you mean \"ducklake_inlined_data_1_2\"?",
+            "Invalid Error: Failed to prepare COPY \"COPY (SELECT ...)\": ERROR:  relation \"public.ducklake_inlined_data_12_3\" does not exist",
+        ];
+        for m in stale {
+            assert_eq!(classify(m), Failure::StaleInlinedTable, "{m}");
+        }
+        let fatal = [
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nTransactions can either make changes OR perform compaction - not both",
+            "Constraint Error: NOT NULL constraint failed: t.a",
+            "Catalog Error: Table with name ducklake_inlined_data_tables does not exist!",
+            "Binder Error: Invalid named parameter",
+        ];
+        for m in fatal {
+            assert_eq!(classify(m), Failure::Fatal, "{m}");
+        }
+    }
+
+    #[test]
+    fn auto_compact_resolves_table_then_schema_then_catalog() {
+        let t = ds(7, "raw", 3, "events");
+        let opt = |scope: Option<&str>, id: Option<i64>, v: &str| AutoCompactOption {
+            scope: scope.map(Into::into),
+            scope_id: id,
+            value: v.into(),
+        };
+        assert!(auto_compact(&[], &t));
+        assert!(!auto_compact(&[opt(None, None, "false")], &t));
+        assert!(auto_compact(
+            &[
+                opt(None, None, "false"),
+                opt(Some("schema"), Some(7), "true")
+            ],
+            &t
+        ));
+        assert!(!auto_compact(
+            &[
+                opt(Some("schema"), Some(7), "true"),
+                opt(Some("table"), Some(3), "false")
+            ],
+            &t
+        ));
+        assert!(auto_compact(
+            &[
+                opt(Some("table"), Some(4), "false"),
+                opt(Some("schema"), Some(8), "false")
+            ],
+            &t
+        ));
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(flush_status(5, false), "flushed");
+        assert_eq!(flush_status(0, false), "skipped: auto_compact is false");
+        assert_eq!(flush_status(0, true), "nothing to do");
+        assert_eq!(compact_status(0, 4, true), "compacted");
+        assert_eq!(compact_status(0, 0, true), "nothing to do");
+        assert_eq!(planned_status(true), "planned");
+        assert_eq!(planned_status(false), "skipped: auto_compact is false");
+    }
+}
