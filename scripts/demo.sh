@@ -41,4 +41,42 @@ SQL
 echo "(and it cannot write:)"
 duck -c "SELECT count(*) FROM srdp_attach_catalog('lake'); INSERT INTO lake.raw.events VALUES (99, 'oops', 0);" | grep Error || true
 
+step "4. Loader process: many small batches into two datasets (small batches stay inlined in the catalog)"
+{
+  echo "SELECT status FROM srdp_attach_catalog('lake', role := 'writer');"
+  echo "CREATE TABLE lake.raw.users (id BIGINT, name VARCHAR);"
+  for b in $(seq 0 39); do
+    echo "INSERT INTO lake.raw.events SELECT 1000 + $b * 50 + range, 'batch', range FROM range(50);"
+    echo "INSERT INTO lake.raw.users SELECT $b * 20 + range, 'user' || ($b * 20 + range) FROM range(20);"
+  done
+  for b in $(seq 0 5); do
+    echo "INSERT INTO lake.raw.events SELECT 100000 + $b * 2000 + range, 'bulk', range FROM range(2000);"
+  done
+} | duck > /dev/null
+echo "(40 batches of 50 events, 40 batches of 20 users, 6 bulk batches of 2,000 events)"
+
+step "5. Maintenance process: measure, compact, prove nothing changed"
+duck <<'SQL'
+SELECT status FROM srdp_attach_catalog('lake', role := 'writer');
+.print -- inlined rows per dataset
+SELECT schema_name, table_name, inlined_rows, inlined_tables FROM srdp_inlined_row_count('lake');
+.print -- catalog pressure (threshold 500 for the demo; the definition says 100,000)
+SELECT event, schema_name, table_name, inlined_rows, threshold FROM srdp_catalog_pressure('lake', threshold := 500);
+CREATE TEMP TABLE before AS
+  SELECT 'raw.events' AS dataset, count(*) AS row_count, sum(hash(id, kind, amount)) AS checksum FROM lake.raw.events
+  UNION ALL SELECT 'raw.users', count(*), sum(hash(id, name)) FROM lake.raw.users;
+.print -- row count and checksum before
+SELECT * FROM before ORDER BY dataset;
+.print -- srdp_compact: flush, then merge, one dataset at a time
+SELECT schema_name, table_name, rows_flushed, files_before, files_after, files_processed, files_created, attempts, status FROM srdp_compact('lake');
+.print -- inlined rows after
+SELECT schema_name, table_name, inlined_rows FROM srdp_inlined_row_count('lake');
+.print -- row count and checksum after, compared with before
+WITH after AS (
+  SELECT 'raw.events' AS dataset, count(*) AS row_count, sum(hash(id, kind, amount)) AS checksum FROM lake.raw.events
+  UNION ALL SELECT 'raw.users', count(*), sum(hash(id, name)) FROM lake.raw.users)
+SELECT a.dataset, a.row_count, a.checksum, a.row_count = b.row_count AND a.checksum = b.checksum AS unchanged
+FROM after a JOIN before b USING (dataset) ORDER BY dataset;
+SQL
+
 step "Done. The lake is in demo/: catalog/lake.sqlite and data/lake/"

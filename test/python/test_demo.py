@@ -1,4 +1,5 @@
-"""`make demo`'s script runs end to end on the embedded default and shows what it claims."""
+"""`make demo`'s script runs end to end on the embedded default and shows what it claims:
+writer and reader processes, inlined counts, pressure, compaction with the data unchanged."""
 
 from __future__ import annotations
 
@@ -15,4 +16,9 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     assert "│ lake    │ reader  │ true      │ attached │" in text
     assert "│    30 │ 1410.0 │" in text
     assert 'Cannot execute statement of type "INSERT" on database "lake" which is attached in read-only mode!' in text
+    assert "│ raw         │ events     │         2030 │            6 │           1 │               7 │             1 │        1 │ compacted │" in text
+    assert "│ DatasetCatalogPressure │ raw         │ users      │          800 │       500 │" in text
+    # Row count and checksum are the same after compaction for both datasets.
+    unchanged = [line for line in text.splitlines() if line.startswith("│ raw.") and line.endswith("│ true      │")]
+    assert [line.split("│")[1].strip() for line in unchanged] == ["raw.events", "raw.users"]
     assert (REPO / "demo" / "catalog" / "lake.sqlite").is_file()
