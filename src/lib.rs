@@ -6,13 +6,18 @@
 //! | `srdp_version()` | identifies the build and the `srdp.toml` in use |
 //! | `srdp_catalogs()` | lists the catalog definitions, secrets redacted |
 //! | `srdp_attach_catalog(catalog, alias :=, role :=, refresh :=)` | attaches exactly as defined |
+//! | `srdp_inlined_row_count(catalog, schema_name :=, table_name :=)` | inlined rows per dataset |
+//! | `srdp_flush(catalog, schema_name :=, table_name :=, dry_run :=)` | flushes inlined rows, one dataset at a time |
+//! | `srdp_compact(catalog, schema_name :=, table_name :=, dry_run :=)` | flushes, then merges small files, per dataset |
+//! | `srdp_catalog_pressure(catalog, threshold :=)` | datasets over the inlined-row threshold |
 //!
 //! Every function takes `config := 'path'`; otherwise the `srdp_config` setting, then
 //! `$SRDP_CONFIG`, then `./srdp.toml` is used.
 //!
-//! Layout: [`config`], [`attach`], [`sql`] and [`redact`] are pure and unit-tested without
-//! DuckDB; [`runner`] executes SQL on the runner connection; [`functions`] holds one file per
-//! SQL function; this file holds only the entrypoint.
+//! Layout: [`config`], [`attach`], [`plan`], [`sql`] and [`redact`] are pure and unit-tested
+//! without DuckDB; [`runner`] executes SQL on the runner connection and [`maintenance`] runs the
+//! per-dataset steps on it; [`functions`] holds one file per SQL function; this file holds only
+//! the entrypoint.
 
 pub mod attach;
 pub mod config;
