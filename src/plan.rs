@@ -145,6 +145,24 @@ pub fn auto_compact(options: &[AutoCompactOption], dataset: &Dataset) -> bool {
     option.is_none_or(|o| !o.value.eq_ignore_ascii_case("false"))
 }
 
+/// Row ids of deletes lost to a merge (see `maintenance::Lake::reapply_lost_deletes`): inline
+/// deletion markers `(file_id, position)` on files that were live before the merge (`before`:
+/// file id to first row id) and are not live after it (`after`), sorted and unique.
+pub fn lost_deletes(
+    markers: &[(i64, i64)],
+    before: &std::collections::BTreeMap<i64, i64>,
+    after: &std::collections::BTreeMap<i64, i64>,
+) -> Vec<i64> {
+    let mut lost: Vec<i64> = markers
+        .iter()
+        .filter(|(file, _)| !after.contains_key(file))
+        .filter_map(|(file, position)| before.get(file).map(|start| start + position))
+        .collect();
+    lost.sort_unstable();
+    lost.dedup();
+    lost
+}
+
 /// Status words of result rows.
 pub mod status {
     pub const FLUSHED: &str = "flushed";
@@ -324,6 +342,16 @@ mod tests {
             ],
             &t
         ));
+    }
+
+    #[test]
+    fn lost_deletes_are_markers_on_files_the_merge_retired() {
+        let before = [(0, 0), (1, 50), (2, 100)].into_iter().collect();
+        let after = [(2, 100), (3, 0)].into_iter().collect();
+        // File 0 and 1 were merged away; file 2 survived; file 9 was gone before the merge.
+        let markers = [(1, 27), (0, 3), (2, 5), (9, 1), (0, 3)];
+        assert_eq!(lost_deletes(&markers, &before, &after), vec![3, 77]);
+        assert!(lost_deletes(&[], &before, &after).is_empty());
     }
 
     #[test]

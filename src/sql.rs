@@ -166,6 +166,23 @@ impl MetadataTables {
         )
     }
 
+    /// Live data files of one table with their first row id: `data_file_id, row_id_start`.
+    pub fn live_file_row_starts(&self, table_id: i64) -> String {
+        format!(
+            "SELECT data_file_id, row_id_start FROM {} WHERE table_id = {table_id} AND end_snapshot IS NULL",
+            self.table("ducklake_data_file")
+        )
+    }
+
+    /// Inline deletion markers of one table: `file_id, row_id` (row position in that file).
+    /// The table exists only once the table had a small delete against a Parquet file.
+    pub fn inline_deletions(&self, table_id: i64) -> String {
+        format!(
+            "SELECT file_id, row_id FROM {}",
+            self.table(&format!("ducklake_inlined_delete_{table_id}"))
+        )
+    }
+
     /// Every `auto_compact` option: `scope, scope_id, value` (scope NULL = catalog-wide).
     pub fn auto_compact_options(&self) -> String {
         format!(
@@ -188,6 +205,15 @@ pub fn flush(alias: &Literal, schema: &Literal, table: &Literal) -> String {
     format!(
         "SELECT COALESCE(sum(rows_flushed), 0)::BIGINT \
          FROM ducklake_flush_inlined_data({alias}, schema_name => {schema}, table_name => {table})"
+    )
+}
+
+/// Deletes rows of one dataset by DuckLake row id.
+pub fn delete_row_ids(alias: &Ident, schema: &Ident, table: &Ident, row_ids: &[i64]) -> String {
+    let ids: Vec<String> = row_ids.iter().map(i64::to_string).collect();
+    format!(
+        "DELETE FROM {alias}.{schema}.{table} WHERE rowid IN ({})",
+        ids.join(", ")
     )
 }
 
@@ -285,6 +311,28 @@ mod tests {
         assert_eq!(
             MetadataTables::new("l", "meta").live_files_of(3),
             "SELECT count(*)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" WHERE table_id = 3 AND end_snapshot IS NULL"
+        );
+    }
+
+    #[test]
+    fn builds_lost_delete_queries() {
+        let m = MetadataTables::new("l", "main");
+        assert_eq!(
+            m.live_file_row_starts(4),
+            "SELECT data_file_id, row_id_start FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" WHERE table_id = 4 AND end_snapshot IS NULL"
+        );
+        assert_eq!(
+            m.inline_deletions(4),
+            "SELECT file_id, row_id FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_inlined_delete_4\""
+        );
+        assert_eq!(
+            delete_row_ids(
+                &Ident::new("l"),
+                &Ident::new("raw"),
+                &Ident::new("t"),
+                &[7, 60]
+            ),
+            "DELETE FROM \"l\".\"raw\".\"t\" WHERE rowid IN (7, 60)"
         );
     }
 

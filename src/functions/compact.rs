@@ -105,8 +105,16 @@ impl SrdpFunction for Compact {
                     ]
                 } else {
                     let flushed = lake.flush(d, &done)?;
+                    let starts = lake.file_row_starts(d)?;
                     let merged = lake.merge(d, &done)?;
                     let (processed, created) = merged.value;
+                    let reapplied = if processed > 0 { lake.reapply_lost_deletes(d, &starts, &done)? } else { 0 };
+                    let status = plan::compact_status(flushed.value, processed, auto);
+                    let status = if reapplied > 0 {
+                        format!("{status}; re-applied {reapplied} deletes lost to a concurrent merge (DuckLake 1.0 defect)")
+                    } else {
+                        status.to_string()
+                    };
                     vec![
                         flushed.value.into(),
                         files_before.into(),
@@ -115,7 +123,7 @@ impl SrdpFunction for Compact {
                         created.into(),
                         i64::from(flushed.attempts.max(merged.attempts)).into(),
                         elapsed_ms(start).into(),
-                        plan::compact_status(flushed.value, processed, auto).into(),
+                        status.into(),
                     ]
                 };
                 let mut row: Vec<Cell> = vec![
