@@ -82,6 +82,11 @@ pytest:
 demo: release
 	bash scripts/demo.sh
 
+# srdp against the plain DuckLake calls, same run, identical lakes (about 27 minutes; see
+# bench/README.md; `.venv/bin/python bench/bench.py --datasets 10,100` takes about 3).
+bench: release
+	$(PY) bench/bench.py
+
 # --- cleaning -------------------------------------------------------------------------------
 clean:
 	rm -rf build demo
