@@ -141,7 +141,7 @@ impl<'a> Lake<'a> {
     ) -> Result<Stepped<T>> {
         let max = self.spec.max_attempts;
         for attempt in 1..=max {
-            let message = match self.conn.query_row(statement, [], &row) {
+            let message = match run_in_one_transaction(self.conn, statement, &row) {
                 Ok(value) => {
                     return Ok(Stepped {
                         value,
@@ -260,6 +260,33 @@ impl Lake<'_> {
         })?;
         Ok(deleted.value)
     }
+}
+
+/// Runs one maintenance statement so that it is bound and executed in the same transaction.
+///
+/// duckdb-rs prepares a statement and then executes it; on an autocommit connection those are
+/// two transactions. DuckLake 1.0 plans `ducklake_merge_adjacent_files` when the statement is
+/// bound, and its commit checks for conflicts only against snapshots newer than the executing
+/// transaction, so a merge committed by another process between the two is not seen: both
+/// merges commit and the rows of the merged files are duplicated (reproduced with two srdp
+/// maintainers on one SQLite catalog, and with `PREPARE`/`EXECUTE` in plain SQL). Inside one
+/// explicit transaction the same race fails with DuckLake's "another transaction has compacted
+/// it" conflict, which srdp retries. A failed statement or commit leaves no transaction open.
+fn run_in_one_transaction<T>(
+    conn: &Connection,
+    statement: &str,
+    row: impl FnOnce(&duckdb::Row) -> duckdb::Result<T>,
+) -> duckdb::Result<T> {
+    conn.execute_batch("BEGIN TRANSACTION")?;
+    let outcome = conn
+        .query_row(statement, [], row)
+        .and_then(|value| conn.execute_batch("COMMIT").map(|()| value));
+    if outcome.is_err() {
+        // A failed statement leaves the transaction open and aborted, a failed COMMIT may too;
+        // when there is none, ROLLBACK fails harmlessly ("no transaction is active").
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    outcome
 }
 
 /// Milliseconds since `start`, as a BIGINT.

@@ -284,26 +284,17 @@ def check_outcome(cfg, writer, all_calls):
     return after_race, out
 
 
-TWO_MAINTAINERS_BUG = pytest.mark.xfail(
-    strict=False,
-    reason="open srdp bug: two processes running srdp_compact concurrently on one SQLite catalog "
-    "sometimes both merge the same files and both commit, duplicating rows (about 1 run in 3); "
-    "plain DuckLake calls in the same race do not. Until fixed: one maintenance process per catalog.",
-)
-
-
 @pytest.mark.parametrize(
     "maintainers",
-    [1, pytest.param(2, marks=TWO_MAINTAINERS_BUG)],
-    ids=["one_maintainer", "two_maintainers"],
+    [1, 2, 2, 2],
+    ids=["one_maintainer", "two_maintainers_run1", "two_maintainers_run2", "two_maintainers_run3"],
 )
 def test_appends_survive_concurrent_compaction(tmp_path, maintainers):
     """Committed batches are all there exactly once after concurrent srdp_compact loops.
 
-    Known failure (two maintainers, roughly one run in three on the first build tested): both
-    processes merge the same source files and both merges commit, so two live files hold the same
-    rows and every row up to that point is duplicated. The assertion message lists the
-    duplicated rows and the live data files.
+    Two maintainers run three times: before srdp bound and executed each step in one transaction,
+    about one run in three duplicated rows (both processes merged the same files, see
+    test_known_ducklake_defects.py). The assertion message lists duplicated rows and live files.
     """
     cfg, writer, calls = run_race(tmp_path, maintainers)
     after_race, out = check_outcome(cfg, writer, calls)

@@ -8,6 +8,14 @@ once DuckLake is fixed. The normal tests pin the operating rules that do hold to
 ``data_inlining_row_limit = 0`` the same race is rejected as a transaction conflict, and
 append-only tables keep every row through a concurrent merge.
 
+Prepared merge: ``ducklake_merge_adjacent_files`` chooses its files when the statement is bound.
+On an autocommit connection a prepared statement is bound in one transaction and executed in
+another, and the commit checks for conflicts only against snapshots newer than the executing
+transaction: a merge of the same files committed in between is not seen, both commit, and the
+merged rows are duplicated. This is how two srdp maintainers once duplicated rows (duckdb-rs
+prepares, then executes); srdp now binds and executes each step in one explicit transaction,
+where the same race is DuckLake's "another transaction has compacted it" conflict.
+
 All on a DuckDB-file catalog attached through srdp, with two cursors of one connection (a
 SQLite catalog turns the same race into ``database is locked`` for the merge instead).
 """
@@ -155,3 +163,52 @@ def test_appends_during_merge_keep_every_row(connect, tmp_path, limit):
     assert checksum == want
     # The merged file plus the new Parquet file (the small batch is inlined or its own file).
     assert live_files(con) == (2 if limit else 3)
+
+
+def race_prepared_merge(con, one_transaction: bool):
+    """Merge prepared on one cursor, the same merge committed on another, then the first executed."""
+    first, second = con.cursor(), con.cursor()
+    if one_transaction:
+        first.execute("BEGIN")
+    first.execute("PREPARE m AS SELECT * FROM ducklake_merge_adjacent_files('lake', 't')")
+    assert second.execute(MERGE).fetchall() == [("main", "t", FILES, 1)]
+    outcome = {"execute": first.execute("EXECUTE m").fetchall()}
+    if one_transaction:
+        try:
+            first.execute("COMMIT")
+            outcome["commit"] = "committed"
+        except duckdb.Error as e:
+            outcome["commit"] = str(e)
+    return outcome
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="DuckLake 1.0 defect: a merge bound before a concurrent merge of the same files committed "
+    "and executed after it merges them again; both commit and the rows are duplicated",
+)
+def test_prepared_merge_after_a_concurrent_merge_does_not_duplicate(connect, tmp_path):
+    try:
+        con = lake_with_files(connect, tmp_path, limit=0)
+    except AssertionError as e:
+        raise PreconditionFailed(e) from e
+    outcome = race_prepared_merge(con, one_transaction=False)
+    # The stale plan runs without any error (today it merges the four retired files again).
+    require(outcome == {"execute": [("main", "t", FILES, 1)]}, outcome)
+    # The correct outcome: every row once. Today: 400 rows in two live files.
+    assert (totals(con), live_files(con)) == ((ROWS_PER_FILE * FILES, len(DELETED), ALL_IDS_SUM), 1)
+
+
+def test_merge_bound_and_executed_in_one_transaction_conflicts_instead(connect, tmp_path):
+    """What srdp does for every maintenance step: the stale merge is rejected and nothing doubles."""
+    con = lake_with_files(connect, tmp_path, limit=0)
+    outcome = race_prepared_merge(con, one_transaction=True)
+    assert outcome["execute"] == [("main", "t", FILES, 1)]
+    assert outcome["commit"].startswith("TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.")
+    assert (
+        'Transaction conflict - attempting to compact table with index "1" - but another transaction has compacted it'
+        in outcome["commit"]
+    )
+    assert totals(con) == (ROWS_PER_FILE * FILES, len(DELETED), ALL_IDS_SUM)  # nothing deleted here
+    assert live_files(con) == 1
