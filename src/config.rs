@@ -96,15 +96,34 @@ pub mod raw {
         /// Schema ownership, keyed by schema name.
         #[serde(default)]
         pub schemas: BTreeMap<String, Spanned<Schema>>,
+        /// Tenant projects beside `project`, keyed by project name.
+        #[serde(default)]
+        pub projects: BTreeMap<String, Spanned<Project>>,
     }
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Schema {
-        /// Required: the one writer that owns the schema.
-        pub writer: Spanned<String>,
+        /// Required: the writer that owns the schema (a list only with `single_writer` off).
+        pub writer: Spanned<Writers>,
         /// Required: landing | raw | curated | ...
         pub layer: Spanned<String>,
+    }
+
+    /// `writer = "dlt"` or `writer = ["dlt", "dbt"]`.
+    #[derive(Debug, Deserialize)]
+    #[serde(untagged)]
+    pub enum Writers {
+        One(String),
+        Many(Vec<String>),
+    }
+
+    /// A tenant project's dataset names (default `<project>_<layer>`).
+    #[derive(Debug, Deserialize, Default)]
+    #[serde(deny_unknown_fields)]
+    pub struct Project {
+        pub raw_dataset: Option<Spanned<String>>,
+        pub landing_dataset: Option<Spanned<String>>,
     }
 
     #[derive(Debug, Deserialize, Default)]
@@ -183,8 +202,18 @@ impl Default for Tunables {
 /// Who owns a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaDef {
-    pub writer: String,
+    /// One writer, or several when `single_writer` is relaxed.
+    pub writers: Vec<String>,
     pub layer: String,
+}
+
+/// The layers dlt may own while `single_writer` is on.
+pub const DLT_LAYERS: [&str; 2] = ["landing", "raw"];
+
+/// A tenant project's dataset-name overrides, keyed by layer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProjectDef {
+    pub datasets: BTreeMap<String, String>,
 }
 
 /// One catalog, validated.
@@ -200,9 +229,27 @@ pub struct CatalogDef {
     pub reader_secret: Option<String>,
     pub tunables: Tunables,
     pub schemas: BTreeMap<String, SchemaDef>,
+    /// Tenant projects: `project` (if set) and every `[catalogs.<c>.projects.<p>]`.
+    pub projects: BTreeMap<String, ProjectDef>,
 }
 
 impl CatalogDef {
+    /// The dataset (schema) a tenant project loads `layer` into: its override or `<project>_<layer>`.
+    pub fn project_dataset(&self, project: &str, layer: &str) -> String {
+        self.projects
+            .get(project)
+            .and_then(|p| p.datasets.get(layer))
+            .cloned()
+            .unwrap_or_else(|| format!("{project}_{layer}"))
+    }
+
+    /// Distinct layers of the defined schemas, sorted.
+    pub fn layers(&self) -> Vec<String> {
+        let set: std::collections::BTreeSet<&String> =
+            self.schemas.values().map(|s| &s.layer).collect();
+        set.into_iter().cloned().collect()
+    }
+
     /// The data path on the local file system, if it is local.
     pub fn local_data_path(&self) -> Option<&Path> {
         (!is_url(&self.data_path)).then(|| Path::new(&self.data_path))
@@ -271,6 +318,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
         invalid(path, text, offset, None, e.message().to_string())
     })?;
     let base = path.parent().unwrap_or(Path::new("/"));
+    let rules = rules(text, &file.rules);
     let defaults = tunables(path, text, &Tunables::default(), &file.defaults, "defaults")?;
     let mut catalogs = BTreeMap::new();
     for (name, spanned) in &file.catalogs {
@@ -284,13 +332,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
                 "a catalog name must not be empty".into(),
             ));
         }
-        let def = catalog(path, text, base, &defaults, name, spanned.get_ref())?;
+        let def = catalog(path, text, base, &defaults, &rules, name, spanned.get_ref())?;
         catalogs.insert(name.clone(), def);
     }
     Ok(Config {
         path: path.to_path_buf(),
         catalogs,
-        rules: rules(text, &file.rules),
+        rules,
     })
 }
 
@@ -299,6 +347,7 @@ fn catalog(
     text: &str,
     base: &Path,
     defaults: &Tunables,
+    rules: &Rules,
     name: &str,
     raw: &raw::Catalog,
 ) -> Result<CatalogDef> {
@@ -387,25 +436,102 @@ fn catalog(
         max_attempts: raw.max_attempts.clone(),
         retry_backoff_ms: raw.retry_backoff_ms.clone(),
     };
+    let relax = "or relax the rule with the line `single_writer = false` under [rules]";
     let mut schemas = BTreeMap::new();
     for (schema, s) in &raw.schemas {
         let s = s.get_ref();
-        for (k, v) in [("writer", &s.writer), ("layer", &s.layer)] {
-            if v.get_ref().trim().is_empty() {
+        let writer_key = format!("schemas.{schema}.writer");
+        let writers: Vec<String> = match s.writer.get_ref() {
+            raw::Writers::One(w) => vec![w.clone()],
+            raw::Writers::Many(ws) => ws.clone(),
+        };
+        if writers.is_empty() || writers.iter().any(|w| w.trim().is_empty()) {
+            return Err(err(
+                s.writer.span(),
+                &writer_key,
+                "must name a writer (such as \"dlt\", \"dbt\" or \"io_manager\")".into(),
+            ));
+        }
+        if s.layer.get_ref().trim().is_empty() {
+            return Err(err(
+                s.layer.span(),
+                &format!("schemas.{schema}.layer"),
+                "must not be empty".into(),
+            ));
+        }
+        let layer = s.layer.get_ref().clone();
+        if rules.single_writer.enabled {
+            if writers.len() > 1 {
                 return Err(err(
-                    v.span(),
-                    &format!("schemas.{schema}.{k}"),
-                    "must not be empty".into(),
+                    s.writer.span(),
+                    &writer_key,
+                    format!(
+                        "names {} writers ({}); with the single_writer rule on, a schema has \
+                         exactly one writer. Keep one, {relax}",
+                        writers.len(),
+                        writers.join(", ")
+                    ),
+                ));
+            }
+            if writers[0] == "dlt" && !DLT_LAYERS.contains(&layer.as_str()) {
+                return Err(err(
+                    s.writer.span(),
+                    &writer_key,
+                    format!(
+                        "dlt may only own landing or raw schemas while the single_writer rule is \
+                         on, and schema '{schema}' has layer '{layer}'. Give it another writer, \
+                         load with dlt into a landing or raw schema, {relax}"
+                    ),
                 ));
             }
         }
-        schemas.insert(
-            schema.clone(),
-            SchemaDef {
-                writer: s.writer.get_ref().clone(),
-                layer: s.layer.get_ref().clone(),
-            },
-        );
+        schemas.insert(schema.clone(), SchemaDef { writers, layer });
+    }
+
+    let project = optional(&raw.project, "project")?;
+    let mut projects = BTreeMap::new();
+    if let Some(p) = &project {
+        projects.insert(p.clone(), ProjectDef::default());
+    }
+    for (p, def) in &raw.projects {
+        let mut datasets = BTreeMap::new();
+        for (layer, v) in [
+            ("raw", &def.get_ref().raw_dataset),
+            ("landing", &def.get_ref().landing_dataset),
+        ] {
+            if let Some(v) = v {
+                if v.get_ref().trim().is_empty() {
+                    return Err(err(
+                        v.span(),
+                        &format!("projects.{p}.{layer}_dataset"),
+                        "must not be empty; remove the key to use the default".into(),
+                    ));
+                }
+                datasets.insert(layer.to_string(), v.get_ref().clone());
+            }
+        }
+        projects.insert(p.clone(), ProjectDef { datasets });
+    }
+    // Two projects must never load into the same dataset.
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for p in projects.keys() {
+        for layer in DLT_LAYERS {
+            let dataset = projects
+                .get(p)
+                .and_then(|d| d.datasets.get(layer))
+                .cloned()
+                .unwrap_or_else(|| format!("{p}_{layer}"));
+            if let Some(other) = seen.insert(dataset.clone(), p.clone()) {
+                return Err(err(
+                    raw.projects.get(p).map_or(0..0, |d| d.span()),
+                    &format!("projects.{p}"),
+                    format!(
+                        "projects '{other}' and '{p}' would both load into dataset '{dataset}'; \
+                         give one of them another {layer}_dataset"
+                    ),
+                ));
+            }
+        }
     }
 
     Ok(CatalogDef {
@@ -413,7 +539,7 @@ fn catalog(
         backend,
         metadata_schema,
         data_path,
-        project: optional(&raw.project, "project")?,
+        project,
         writer_secret: optional(&raw.writer_secret, "writer_secret")?,
         reader_secret: optional(&raw.reader_secret, "reader_secret")?,
         tunables: tunables(
@@ -424,6 +550,7 @@ fn catalog(
             &format!("catalogs.{name}"),
         )?,
         schemas,
+        projects,
     })
 }
 

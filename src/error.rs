@@ -117,6 +117,31 @@ pub enum SrdpError {
         outcome: String,
     },
 
+    /// A writer, layer or project that the catalog's definition does not name.
+    #[error("unknown {what} '{name}' in catalog '{catalog}' of {path} {known}")]
+    UnknownName {
+        what: &'static str,
+        name: String,
+        catalog: String,
+        path: PathBuf,
+        /// `(writers: dbt, dlt); what to do`.
+        known: String,
+    },
+
+    /// The single_writer rule refuses this writer on this schema.
+    #[error(
+        "writer '{writer}' may not write schema '{schema}' of catalog '{catalog}': {why}. \
+         To relax the rule, add the line `single_writer = false` under [rules] in {path}"
+    )]
+    WriterRefused {
+        writer: String,
+        schema: String,
+        catalog: String,
+        /// `it is owned by 'dbt' (single_writer). 'dlt' may write: landing, raw`.
+        why: String,
+        path: PathBuf,
+    },
+
     /// DuckDB refused a statement srdp ran; the text is already redacted.
     #[error("{context}: {message}")]
     DuckDb { context: String, message: String },

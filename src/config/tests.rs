@@ -144,7 +144,7 @@ fn malformed_toml_names_the_line() {
 fn unknown_key_names_the_key_and_line() {
     assert_eq!(
         message("[catalogs.lake]\nmetadata = \"x\"\ndata_path = \"d\"\ndata_pth = \"d\"\n"),
-        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.data_pth': unknown field `data_pth`, expected one of `metadata`, `metadata_schema`, `data_path`, `project`, `writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, `retry_backoff_ms`, `schemas`"
+        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.data_pth': unknown field `data_pth`, expected one of `metadata`, `metadata_schema`, `data_path`, `project`, `writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, `retry_backoff_ms`, `schemas`, `projects`"
     );
     assert_eq!(
         message("[rules]\nno_deletes = false\n"),
@@ -213,9 +213,82 @@ fn schemas_are_parsed() {
     assert_eq!(
         config.catalog("lake").unwrap().schemas["raw"],
         SchemaDef {
-            writer: "dlt".into(),
+            writers: vec!["dlt".into()],
             layer: "raw".into()
         }
+    );
+}
+
+const OWNED: &str = "[catalogs.lake]\nmetadata = \"x\"\ndata_path = \"d\"\n";
+
+#[test]
+fn a_schema_with_two_writers_is_an_error_while_single_writer_is_on() {
+    let text = format!(
+        "{OWNED}[catalogs.lake.schemas.raw]\nwriter = [\"dlt\", \"dbt\"]\nlayer = \"raw\"\n"
+    );
+    assert_eq!(
+        message(&text),
+        "/etc/srdp/srdp.toml:5: key 'catalogs.lake.schemas.raw.writer': names 2 writers (dlt, dbt); \
+         with the single_writer rule on, a schema has exactly one writer. Keep one, or relax the \
+         rule with the line `single_writer = false` under [rules]"
+    );
+    let relaxed = parse_at(&format!("{text}[rules]\nsingle_writer = false\n")).unwrap();
+    assert_eq!(
+        relaxed.catalog("lake").unwrap().schemas["raw"].writers,
+        vec!["dlt".to_string(), "dbt".to_string()]
+    );
+}
+
+#[test]
+fn dlt_may_own_only_landing_or_raw_while_single_writer_is_on() {
+    let text =
+        format!("{OWNED}[catalogs.lake.schemas.curated]\nwriter = \"dlt\"\nlayer = \"curated\"\n");
+    assert_eq!(
+        message(&text),
+        "/etc/srdp/srdp.toml:5: key 'catalogs.lake.schemas.curated.writer': dlt may only own \
+         landing or raw schemas while the single_writer rule is on, and schema 'curated' has \
+         layer 'curated'. Give it another writer, load with dlt into a landing or raw schema, or \
+         relax the rule with the line `single_writer = false` under [rules]"
+    );
+    assert!(parse_at(&format!("{text}[rules]\nsingle_writer = false\n")).is_ok());
+    for layer in ["landing", "raw"] {
+        let ok =
+            format!("{OWNED}[catalogs.lake.schemas.s]\nwriter = \"dlt\"\nlayer = \"{layer}\"\n");
+        assert!(parse_at(&ok).is_ok(), "{layer}");
+    }
+}
+
+#[test]
+fn empty_writer_list_is_an_error() {
+    let text = format!("{OWNED}[catalogs.lake.schemas.raw]\nwriter = []\nlayer = \"raw\"\n");
+    assert_eq!(
+        message(&text),
+        "/etc/srdp/srdp.toml:5: key 'catalogs.lake.schemas.raw.writer': must name a writer (such as \"dlt\", \"dbt\" or \"io_manager\")"
+    );
+}
+
+#[test]
+fn tenant_projects_get_their_own_datasets() {
+    let config = parse_at(&format!(
+        "{OWNED}project = \"acme\"\n[catalogs.lake.projects.beta]\nraw_dataset = \"beta_ingest\"\n"
+    ))
+    .unwrap();
+    let lake = config.catalog("lake").unwrap();
+    assert_eq!(lake.projects.keys().collect::<Vec<_>>(), ["acme", "beta"]);
+    assert_eq!(lake.project_dataset("acme", "raw"), "acme_raw");
+    assert_eq!(lake.project_dataset("acme", "landing"), "acme_landing");
+    assert_eq!(lake.project_dataset("beta", "raw"), "beta_ingest");
+    assert_eq!(lake.project_dataset("beta", "landing"), "beta_landing");
+}
+
+#[test]
+fn colliding_project_datasets_are_an_error() {
+    let text = format!(
+        "{OWNED}project = \"acme\"\n[catalogs.lake.projects.beta]\nraw_dataset = \"acme_raw\"\n"
+    );
+    assert_eq!(
+        message(&text),
+        "/etc/srdp/srdp.toml:5: key 'catalogs.lake.projects.beta': projects 'acme' and 'beta' would both load into dataset 'acme_raw'; give one of them another raw_dataset"
     );
 }
 

@@ -10,11 +10,15 @@ mod args;
 mod attach_catalog;
 mod catalog_pressure;
 mod catalogs;
+mod check_writer;
 mod compact;
+mod dlt_destination;
 mod flush;
 mod inlined_row_count;
 mod output;
+mod rules;
 mod selection;
+mod table_name;
 mod version;
 
 pub use args::{Args, CONFIG_SETTING};
@@ -155,6 +159,22 @@ pub fn register(con: &Connection, shared: &Shared) -> duckdb::Result<()> {
     )?;
     con.register_table_function_with_extra_info::<Table<catalog_pressure::CatalogPressure>, _>(
         catalog_pressure::CatalogPressure::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<rules::Rules>, _>(
+        rules::Rules::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<check_writer::CheckWriter>, _>(
+        check_writer::CheckWriter::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<dlt_destination::DltDestination>, _>(
+        dlt_destination::DltDestination::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<table_name::TableName>, _>(
+        table_name::TableName::NAME,
         shared,
     )?;
     Ok(())

@@ -14,11 +14,16 @@ pub enum Kind {
     Boolean,
     /// TIMESTAMP WITH TIME ZONE, microseconds since the epoch.
     TimestampTz,
+    /// VARCHAR[]
+    TextList,
 }
 
 impl Kind {
     pub fn handle(self) -> LogicalTypeHandle {
         LogicalTypeHandle::from(match self {
+            Kind::TextList => {
+                return LogicalTypeHandle::list(&LogicalTypeHandle::from(LogicalTypeId::Varchar))
+            }
             Kind::Text => LogicalTypeId::Varchar,
             Kind::BigInt => LogicalTypeId::Bigint,
             Kind::Boolean => LogicalTypeId::Boolean,
@@ -53,6 +58,12 @@ impl Column {
             kind: Kind::Boolean,
         }
     }
+    pub const fn text_list(name: &'static str) -> Self {
+        Column {
+            name,
+            kind: Kind::TextList,
+        }
+    }
     pub const fn timestamptz(name: &'static str) -> Self {
         Column {
             name,
@@ -69,6 +80,7 @@ pub enum Cell {
     Bool(bool),
     /// Microseconds since the Unix epoch.
     Timestamp(i64),
+    List(Vec<String>),
     Null,
 }
 
@@ -97,6 +109,11 @@ impl From<i64> for Cell {
         Cell::Int(n)
     }
 }
+impl From<Vec<String>> for Cell {
+    fn from(items: Vec<String>) -> Self {
+        Cell::List(items)
+    }
+}
 impl<T: Into<Cell>> From<Option<T>> for Cell {
     fn from(v: Option<T>) -> Self {
         v.map_or(Cell::Null, Into::into)
@@ -108,6 +125,10 @@ impl<T: Into<Cell>> From<Option<T>> for Cell {
 pub fn write(output: &mut DataChunkHandle, columns: &[Column], rows: &[Vec<Cell>]) -> usize {
     let n = rows.len().min(CHUNK_ROWS);
     for (c, column) in columns.iter().enumerate() {
+        if column.kind == Kind::TextList {
+            write_lists(output, c, &rows[..n]);
+            continue;
+        }
         let mut vector = output.flat_vector(c);
         for (r, row) in rows[..n].iter().enumerate() {
             match (column.kind, row.get(c).unwrap_or(&Cell::Null)) {
@@ -131,4 +152,32 @@ pub fn write(output: &mut DataChunkHandle, columns: &[Column], rows: &[Vec<Cell>
     }
     output.set_len(n);
     n
+}
+
+/// Writes the VARCHAR[] column `c` of `rows` (a non-list cell is written as NULL).
+fn write_lists(output: &mut DataChunkHandle, c: usize, rows: &[Vec<Cell>]) {
+    let mut lists = output.list_vector(c);
+    let total: usize = rows
+        .iter()
+        .map(|row| match row.get(c) {
+            Some(Cell::List(items)) => items.len(),
+            _ => 0,
+        })
+        .sum();
+    let child = lists.child(total.max(1));
+    let mut offset = 0;
+    for (r, row) in rows.iter().enumerate() {
+        match row.get(c) {
+            Some(Cell::List(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    let item = CString::new(item.replace('\0', "")).unwrap_or_default();
+                    child.insert(offset + i, item);
+                }
+                lists.set_entry(r, offset, items.len());
+                offset += items.len();
+            }
+            _ => lists.set_null(r),
+        }
+    }
+    lists.set_len(total);
 }
