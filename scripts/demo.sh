@@ -79,4 +79,14 @@ SELECT a.dataset, a.row_count, a.checksum, a.row_count = b.row_count AND a.check
 FROM after a JOIN before b USING (dataset) ORDER BY dataset;
 SQL
 
+step "6. Loaders keep writing; the nightly job runs once through Dagster (srdp_dataset_maintenance)"
+{
+  echo "SELECT status FROM srdp_attach_catalog('lake', role := 'writer');"
+  for b in $(seq 0 9); do
+    echo "INSERT INTO lake.raw.events SELECT 200000 + $b * 10 + range, 'late', range FROM range(10);"
+  done
+} | duck > /dev/null
+echo "(10 more batches of 10 events)"
+DAGSTER_HOME= .venv/bin/python scripts/demo_dagster.py
+
 step "Done. The lake is in demo/: catalog/lake.sqlite and data/lake/"

@@ -22,3 +22,13 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     unchanged = [line for line in text.splitlines() if line.startswith("│ raw.") and line.endswith("│ true      │")]
     assert [line.split("│")[1].strip() for line in unchanged] == ["raw.events", "raw.users"]
     assert (REPO / "demo" / "catalog" / "lake.sqlite").is_file()
+    # The demo ends with the nightly job, run once through Dagster: the late batches are flushed
+    # and merged into the one compacted file.
+    assert "srdp_maintain_datasets - srdp: lake.raw.events: compacted; 100 inlined rows" in out.stderr
+    tail = text[text.index("== 6. "):]
+    assert "dagster run " in tail and ": success" in tail
+    result_rows = [line.split() for line in tail.splitlines() if line.startswith("lake ")]
+    assert result_rows == [
+        ["lake", "raw", "events", "100", "100", "2", "1", "1", "compacted"],
+        ["lake", "raw", "users", "0", "0", "1", "1", "1", "nothing", "to", "do"],
+    ]

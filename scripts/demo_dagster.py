@@ -1,0 +1,42 @@
+"""make demo, last step: the nightly maintenance job, run once through Dagster on the demo lake.
+
+Runs ``srdp_dataset_maintenance`` from ``examples/dagster_definitions.py`` (the application's
+definitions plus srdp's) in process, then prints each dataset's result from the job's outputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from srdp.dagster import MAINTENANCE_JOB
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    spec = importlib.util.spec_from_file_location("dagster_definitions", REPO / "examples" / "dagster_definitions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    job = module.defs.resolve_job_def(MAINTENANCE_JOB)
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    print(f"dagster run {result.run_id}: {'success' if result.success else 'FAILURE'}")
+    if not result.success:
+        for event in result.get_step_failure_events():
+            print(event.step_failure_data.error.message, file=sys.stderr)
+        return 1
+    columns = ["catalog", "schema_name", "table_name", "inlined_rows_before", "rows_flushed",
+               "files_before", "files_after", "attempts", "status"]
+    rows = [[str(v[c]) for c in columns] for v in result.output_for_node("srdp_maintain_datasets").values()]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
