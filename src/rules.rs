@@ -298,6 +298,19 @@ pub fn dlt_destination(
     request: &DltRequest,
 ) -> Result<DltDestination> {
     let def = config.catalog(catalog)?;
+    if matches!(def.backend, Backend::DuckDbFile { .. })
+        && def.metadata_schema != crate::config::DEFAULT_FILE_METADATA_SCHEMA
+    {
+        // dlt passes METADATA_SCHEMA only for server catalogs: it would create a second lake in
+        // `main` of the same file instead of loading into this one.
+        return Err(SrdpError::InvalidArgument(format!(
+            "catalog '{catalog}' keeps its metadata in schema '{}' of a DuckDB file, and dlt \
+             attaches DuckDB-file catalogs without METADATA_SCHEMA, so it would load into a \
+             second lake in schema 'main'. Use metadata_schema = \"main\" (the default) for \
+             catalogs dlt loads, or a SQLite or PostgreSQL catalog",
+            def.metadata_schema
+        )));
+    }
     let writer = request
         .writer
         .clone()

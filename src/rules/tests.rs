@@ -267,3 +267,21 @@ fn storage_urls_and_table_names() {
     assert_eq!(storage_url("s3://b/p/"), "s3://b/p/");
     assert_eq!(table_name("lake", "raw", "events"), "lake.raw.events");
 }
+
+#[test]
+fn dlt_cannot_follow_a_duckdb_file_catalog_outside_main() {
+    let c = parse(
+        Path::new("/etc/srdp/srdp.toml"),
+        "[catalogs.duck]\nmetadata = \"duck.ducklake\"\nmetadata_schema = \"meta\"\ndata_path = \"d\"\n\
+         [catalogs.duck.schemas.raw]\nwriter = \"dlt\"\nlayer = \"raw\"\n",
+    )
+    .unwrap();
+    let e = dlt_destination(&c, "duck", &DltRequest::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "catalog 'duck' keeps its metadata in schema 'meta' of a DuckDB file, and dlt attaches \
+         DuckDB-file catalogs without METADATA_SCHEMA, so it would load into a second lake in \
+         schema 'main'. Use metadata_schema = \"main\" (the default) for catalogs dlt loads, or a \
+         SQLite or PostgreSQL catalog"
+    );
+}
