@@ -2,7 +2,7 @@
 #   make demo   configure, build, and run the demo on examples/srdp.toml
 #   make test   configure, build, lint, unit tests, SQL tests, Python tests
 .PHONY: all configure debug release test test_release test_debug lint unit sqltest pytest \
-        demo bench clean clean_all
+        demo bench clean clean_all postgres
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -24,7 +24,11 @@ all: release
 # --- set-up ---------------------------------------------------------------------------------
 # The venv (pins of python/requirements.txt) and the repo-local DuckDB extension directory,
 # filled from the PyPI extension wheels. Idempotent: stamps make a second run instant.
-configure: $(VENV)/.configured $(EXT_DIR)/.installed
+configure: $(VENV)/.configured $(EXT_DIR)/.installed postgres
+
+# PostgreSQL server binaries for the tests' throwaway cluster (Debian's package, when missing).
+postgres:
+	bash scripts/install_postgres.sh
 
 $(VENV)/.configured: python/requirements.txt python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -26,6 +26,7 @@ pub mod functions;
 pub mod maintenance;
 pub mod plan;
 pub mod redact;
+pub mod roles;
 pub mod rules;
 pub mod runner;
 pub mod sql;

@@ -199,6 +199,40 @@ pub fn planned_status(auto_compact: bool) -> &'static str {
     }
 }
 
+/// What to do about a failed ATTACH, for the errors people meet when a catalog moves to a
+/// server (appended to the redacted DuckDB message), or `None`.
+pub fn attach_hint(message: &str, secret: Option<&str>) -> Option<String> {
+    let lower = message.to_lowercase();
+    let secret = secret.map_or_else(
+        || "the role's DuckDB secret".to_string(),
+        |s| format!("DuckDB secret '{s}'"),
+    );
+    if lower.contains("password authentication failed") || lower.contains("no password supplied") {
+        Some(format!(
+            "PostgreSQL refused the credentials: check USER and PASSWORD of {secret} \
+             (CREATE OR REPLACE SECRET ...); nothing was attached"
+        ))
+    } else if lower.contains("connection refused")
+        || lower.contains("could not connect")
+        || lower.contains("could not translate host name")
+        || lower.contains("timeout expired")
+    {
+        Some(
+            "the PostgreSQL server is not reachable: check host and port in the catalog's \
+             metadata and in its secret, and that the server runs; nothing was attached"
+                .to_string(),
+        )
+    } else if lower.contains("permission denied") {
+        Some(format!(
+            "PostgreSQL refused an operation for the role of {secret}: a reader role can only \
+             read, and a writer role needs the grants of srdp_postgres_roles(...); nothing was \
+             attached"
+        ))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,5 +397,20 @@ mod tests {
         assert_eq!(compact_status(0, 0, true), "nothing to do");
         assert_eq!(planned_status(true), "planned");
         assert_eq!(planned_status(false), "skipped: auto_compact is false");
+    }
+
+    #[test]
+    fn attach_hints() {
+        assert_eq!(
+            attach_hint("FATAL:  password authentication failed for user \"x\"", Some("w")).as_deref(),
+            Some("PostgreSQL refused the credentials: check USER and PASSWORD of DuckDB secret 'w' (CREATE OR REPLACE SECRET ...); nothing was attached")
+        );
+        assert!(attach_hint(
+            "connection to server at \"127.0.0.1\", port 1 failed: Connection refused",
+            None
+        )
+        .unwrap()
+        .starts_with("the PostgreSQL server is not reachable"));
+        assert_eq!(attach_hint("Catalog Error: something else", None), None);
     }
 }

@@ -205,15 +205,22 @@ impl Inner {
 
     fn execute(&self, statement: &str, spec: &AttachSpec) -> Result<()> {
         self.conn.execute_batch(statement).map_err(|e| {
-            SrdpError::duckdb(
-                format!(
-                    "attaching catalog '{}' as '{}' ({}) failed",
-                    spec.catalog,
-                    spec.alias,
-                    spec.role.as_str()
-                ),
-                e,
-            )
+            let context = format!(
+                "attaching catalog '{}' as '{}' ({}) failed",
+                spec.catalog,
+                spec.alias,
+                spec.role.as_str()
+            );
+            match SrdpError::duckdb(context, e) {
+                SrdpError::DuckDb { context, message } => {
+                    let message = match crate::plan::attach_hint(&message, spec.secret.as_deref()) {
+                        Some(hint) => format!("{}. {hint}", message.trim_end()),
+                        None => message,
+                    };
+                    SrdpError::DuckDb { context, message }
+                }
+                other => other,
+            }
         })
     }
 

@@ -16,6 +16,7 @@ mod dlt_destination;
 mod flush;
 mod inlined_row_count;
 mod output;
+mod postgres_roles;
 mod rules;
 mod selection;
 mod table_name;
@@ -175,6 +176,10 @@ pub fn register(con: &Connection, shared: &Shared) -> duckdb::Result<()> {
     )?;
     con.register_table_function_with_extra_info::<Table<table_name::TableName>, _>(
         table_name::TableName::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<postgres_roles::PostgresRoles>, _>(
+        postgres_roles::PostgresRoles::NAME,
         shared,
     )?;
     Ok(())

@@ -52,3 +52,24 @@ def connect():
     yield _connect
     for con in opened:
         con.close()
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory):
+    """A PostgreSQL cluster and an S3-compatible store for the whole session, stopped at the end.
+
+    Never skips: if a server cannot start, every test that needs it errors with the reason.
+    """
+    sys.path.insert(0, str(REPO / "scripts"))
+    import servers as servers_module
+
+    # Not under pytest's private tmp tree: the postgres user must be able to reach the cluster.
+    import secrets as _secrets
+    import tempfile
+
+    workdir = Path(tempfile.gettempdir()) / f"srdp-servers-{os.getpid()}-{_secrets.token_hex(4)}"
+    started = servers_module.start(workdir)
+    try:
+        yield started
+    finally:
+        started.stop()
