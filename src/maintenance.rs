@@ -29,6 +29,15 @@ pub struct Inlined {
     pub tables: i64,
 }
 
+/// How a step's statement runs on the runner (see [`run_in_one_transaction`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepMode {
+    /// One autocommit statement.
+    Autocommit,
+    /// `BEGIN TRANSACTION`, the statement bound and executed, `COMMIT`.
+    BoundInOneTransaction,
+}
+
 /// The outcome of a step that may have been retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stepped<T> {
@@ -135,13 +144,19 @@ impl<'a> Lake<'a> {
         &self,
         dataset: &Dataset,
         step: &str,
+        mode: StepMode,
         statement: &str,
         done: &[String],
         row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
     ) -> Result<Stepped<T>> {
         let max = self.spec.max_attempts;
         for attempt in 1..=max {
-            let message = match run_in_one_transaction(self.conn, statement, &row) {
+            let outcome = if mode == StepMode::BoundInOneTransaction {
+                run_in_one_transaction(self.conn, statement, &row)
+            } else {
+                self.conn.query_row(statement, [], &row)
+            };
+            let message = match outcome {
                 Ok(value) => {
                     return Ok(Stepped {
                         value,
@@ -187,7 +202,14 @@ impl<'a> Lake<'a> {
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        self.step(dataset, "flush", &statement, done, |r| r.get(0))
+        self.step(
+            dataset,
+            "flush",
+            StepMode::Autocommit,
+            &statement,
+            done,
+            |r| r.get(0),
+        )
     }
 
     /// Merges one dataset's adjacent small files; returns (files processed, files created).
@@ -197,9 +219,14 @@ impl<'a> Lake<'a> {
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        self.step(dataset, "merge", &statement, done, |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        self.step(
+            dataset,
+            "merge",
+            StepMode::BoundInOneTransaction,
+            &statement,
+            done,
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 }
 
@@ -255,14 +282,19 @@ impl Lake<'_> {
             &Ident::new(&dataset.table),
             &lost,
         );
-        let deleted = self.step(dataset, "re-apply lost deletes", &statement, done, |r| {
-            r.get::<_, i64>(0)
-        })?;
+        let deleted = self.step(
+            dataset,
+            "re-apply lost deletes",
+            StepMode::Autocommit,
+            &statement,
+            done,
+            |r| r.get::<_, i64>(0),
+        )?;
         Ok(deleted.value)
     }
 }
 
-/// Runs one maintenance statement so that it is bound and executed in the same transaction.
+/// Runs the merge statement so that it is bound and executed in the same transaction.
 ///
 /// duckdb-rs prepares a statement and then executes it; on an autocommit connection those are
 /// two transactions. DuckLake 1.0 plans `ducklake_merge_adjacent_files` when the statement is
@@ -272,6 +304,10 @@ impl Lake<'_> {
 /// maintainers on one SQLite catalog, and with `PREPARE`/`EXECUTE` in plain SQL). Inside one
 /// explicit transaction the same race fails with DuckLake's "another transaction has compacted
 /// it" conflict, which srdp retries. A failed statement or commit leaves no transaction open.
+/// Flushes choose their rows when they execute (a stale prepared flush flushes nothing), and
+/// DuckLake's flush runs more than one metadata query: inside an explicit transaction a failure
+/// of the first (such as PostgreSQL's missing inlined table) would surface only as "Current
+/// transaction is aborted", hiding the cause. So flushes and deletes stay autocommit.
 fn run_in_one_transaction<T>(
     conn: &Connection,
     statement: &str,

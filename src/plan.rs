@@ -109,7 +109,14 @@ pub fn classify(message: &str) -> Failure {
 }
 
 /// `... ducklake_inlined_data_<t>_<v> does not exist` (SQLite/DuckDB and PostgreSQL wording).
+/// On a PostgreSQL catalog the same stale cache makes a flush fail with DuckDB's internal error
+/// `Attempted to access index 0 within vector of size 0` instead, which also invalidates the
+/// DuckDB database (test_stale_inlined.py shows it): srdp then says that the process must open
+/// a new database.
 fn is_stale_inlined(lower: &str) -> bool {
+    if lower.contains("internal error: attempted to access index 0 within vector of size 0") {
+        return true;
+    }
     let Some(at) = lower.find("ducklake_inlined_data_") else {
         return false;
     };
@@ -412,5 +419,14 @@ mod tests {
         .unwrap()
         .starts_with("the PostgreSQL server is not reachable"));
         assert_eq!(attach_hint("Catalog Error: something else", None), None);
+    }
+
+    #[test]
+    fn postgres_stale_cache_internal_error_is_stale() {
+        assert_eq!(
+            classify("INTERNAL Error: Attempted to access index 0 within vector of size 0\n\nStack Trace: ..."),
+            Failure::StaleInlinedTable
+        );
+        assert_eq!(classify("INTERNAL Error: something else"), Failure::Fatal);
     }
 }

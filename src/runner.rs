@@ -136,6 +136,14 @@ impl Runner {
                         "srdp re-attached '{}' from the definition; run the call again",
                         spec.alias
                     ),
+                    // DuckLake's internal error on a PostgreSQL catalog invalidates the whole
+                    // DuckDB database: nothing in this process can heal it.
+                    Err(e) if e.to_string().contains("database has been invalidated") => format!(
+                        "DuckDB invalidated this database after that error, so srdp could not \
+                         re-attach '{}': close every connection of this process (or restart it) \
+                         and run the call again in a new database",
+                        spec.alias
+                    ),
                     Err(e) => e.to_string(),
                 };
                 Err(SrdpError::StaleCatalog {

@@ -10,6 +10,7 @@ error that names its attempts, and a fresh process can still write and compact.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -33,11 +34,13 @@ retry_backoff_ms = 50
 
 # The writer retries a batch itself (srdp retries only its own maintenance statements).
 WRITER = """
-import json, sys, time
+import json, os, sys, time
 import duckdb, srdp
 
 cfg, out, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 con = srdp.connect(config=cfg)
+for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
+    con.execute(s)
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')")
 print("ready", flush=True)
 sys.stdin.readline()
@@ -74,6 +77,8 @@ import duckdb, srdp
 
 cfg, out, stop = sys.argv[1], sys.argv[2], sys.argv[3]
 con = srdp.connect(config=cfg)
+for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
+    con.execute(s)
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')")
 print("ready", flush=True)
 sys.stdin.readline()
@@ -108,25 +113,29 @@ def state(con):
         "HAVING count(*) <> {rows} OR count(DISTINCT k) <> {rows} OR min(k) <> 0 OR max(k) <> {rows} - 1)"
     ).fetchone()[0]
     files = con.sql(
-        "SELECT data_file_id, record_count FROM __ducklake_metadata_lake.main.ducklake_data_file "
+        "SELECT data_file_id, record_count FROM __ducklake_metadata_lake.{meta}.ducklake_data_file "
         "WHERE end_snapshot IS NULL ORDER BY 1"
     ).fetchall()
     return {{"stats": stats, "dupes": dupes, "batches": batches, "bad_batches": bad_batches, "files": files}}
 """
 
 READ_STATE = """
-import json, srdp
+import json, os, srdp
 {state}
 con = srdp.connect(config={cfg!r})
+for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
+    con.execute(s)
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'reader')")
 print(json.dumps(state(con)))
 """
 
 # After everything: can a brand-new process still write and compact?
 AFTERWARDS = """
-import json, srdp
+import json, os, srdp
 {state}
 con = srdp.connect(config={cfg!r})
+for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
+    con.execute(s)
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')")
 con.execute("INSERT INTO lake.main.e SELECT {batch}, range, 'b{batch}k' || range FROM range({rows})")
 first = con.sql("SELECT rows_flushed, attempts, status FROM srdp_compact('lake')").fetchall()
@@ -152,10 +161,11 @@ def checksum(batches: list[int]) -> str:
     return value
 
 
-def spawn(script: str, *args: str) -> subprocess.Popen:
+def spawn(script: str, *args: str, env: dict | None = None) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-c", script, *args],
         cwd=REPO,
+        env={**os.environ, **(env or {})},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -200,22 +210,27 @@ def check_calls(calls: list[dict], name: str) -> list[dict]:
     return ok
 
 
-def run_race(tmp_path, maintainers: int):
-    cfg = write_config(tmp_path, CONFIG)
+def run_race(tmp_path, maintainers: int, cfg=None, env=None):
+    """The race on the SQLite catalog of CONFIG, or on ``cfg`` with session setup in ``env``."""
+    cfg = cfg or write_config(tmp_path, CONFIG)
+    env = env or {}
     run_python(
         f"""
-        import srdp
+        import json, os, srdp
         con = srdp.connect(config={str(cfg)!r})
+        for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
+            con.execute(s)
         con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')")
         con.execute("CREATE TABLE lake.main.e (batch BIGINT, k BIGINT, s VARCHAR)")
-        """
+        """,
+        env=env,
     )
     stop = tmp_path / "stop"
     writer_out = tmp_path / "writer.json"
     maint_outs = [tmp_path / f"maintainer{i}.json" for i in range(maintainers)]
-    procs = [spawn(WRITER, str(cfg), str(writer_out), str(WRITE_SECONDS))]
+    procs = [spawn(WRITER, str(cfg), str(writer_out), str(WRITE_SECONDS), env=env)]
     try:
-        procs += [spawn(MAINTAINER, str(cfg), str(out), str(stop)) for out in maint_outs]
+        procs += [spawn(MAINTAINER, str(cfg), str(out), str(stop), env=env) for out in maint_outs]
         for proc in reversed(procs):  # maintainers first, so the writer starts into running compactions
             proc.stdin.write("go\n")
             proc.stdin.flush()
@@ -250,7 +265,7 @@ def assert_table(seen: dict, batches: list[int]) -> None:
     assert total == checksum(expected)
 
 
-def check_outcome(cfg, writer, all_calls):
+def check_outcome(cfg, writer, all_calls, env=None, meta="main"):
     committed, failed = writer["committed"], writer["failed"]
     failed_ids = [f["batch"] for f in failed]
     assert len(committed) >= 20, writer  # the writer did real work
@@ -267,13 +282,15 @@ def check_outcome(cfg, writer, all_calls):
     assert during, "no srdp_compact call succeeded while the writer ran"
     assert any(int(c["rows"][0]["rows_flushed"]) > 0 for c in during), during
 
-    state = STATE.format(rows=ROWS_PER_BATCH)
+    state = STATE.format(rows=ROWS_PER_BATCH, meta=meta)
     # 1. The table exactly as the writer and the maintainers left it.
-    after_race = json.loads(run_python(READ_STATE.format(state=state, cfg=str(cfg)), timeout=60))
+    after_race = json.loads(run_python(READ_STATE.format(state=state, cfg=str(cfg)), env=env, timeout=60))
     assert_table(after_race, committed)
     # 2. No process is wedged: a fresh one writes, compacts, and the second compaction finds nothing.
     out = json.loads(
-        run_python(AFTERWARDS.format(state=state, cfg=str(cfg), batch=FINAL_BATCH, rows=ROWS_PER_BATCH), timeout=60)
+        run_python(
+            AFTERWARDS.format(state=state, cfg=str(cfg), batch=FINAL_BATCH, rows=ROWS_PER_BATCH), env=env, timeout=60
+        )
     )
     assert_table(out, committed + [FINAL_BATCH])
     (rows_flushed, attempts, status), = out["first"]
@@ -310,3 +327,15 @@ def test_appends_survive_concurrent_compaction(tmp_path, maintainers):
         "max_attempts": max(int(x["rows"][0]["attempts"]) for c in calls for x in c if "rows" in x),
     }
     print(json.dumps(summary))
+
+
+@pytest.mark.parametrize("maintainers", [1, 2], ids=["one_maintainer", "two_maintainers"])
+def test_appends_survive_concurrent_compaction_on_postgres_and_s3(servers, tmp_path, maintainers):
+    """The same race on a PostgreSQL catalog with an S3 data path (credentials in DuckDB secrets)."""
+    from pg_lake import new_lake
+
+    lake = new_lake(servers, tmp_path, extra=f"max_attempts = {MAX_ATTEMPTS}\nretry_backoff_ms = 50")
+    env = {"SRDP_TEST_SETUP": json.dumps(lake.setup_sql())}
+    cfg, writer, calls = run_race(tmp_path, maintainers, cfg=lake.cfg, env=env)
+    after_race, out = check_outcome(cfg, writer, calls, env=env, meta=lake.schema)
+    print(json.dumps({"committed": len(writer["committed"]), "calls": [len(c) for c in calls]}))

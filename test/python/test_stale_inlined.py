@@ -11,6 +11,7 @@ the call after that works, and so do plain queries.
 from __future__ import annotations
 
 import ast
+import json
 
 import duckdb
 import pytest
@@ -25,8 +26,10 @@ data_path = "data/lake"
 
 # Process B: a second DuckDB instance on the same SQLite catalog.
 B = """
-import srdp
+import json, os, srdp
 con = srdp.connect(config={cfg!r})
+for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
+    con.execute(s)
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')")
 for statement in {statements!r}:
     print(con.sql(statement).fetchall() if statement.startswith(("SELECT", "CALL")) else con.execute(statement))
@@ -38,34 +41,45 @@ TOTALS = (8, 10 + 100 + 101 + 102, 3)
 TOTALS_SQL = "SELECT count(*), sum(id), count(c) FROM lake.main.t"
 
 
-def in_b(cfg, *statements: str) -> str:
-    return run_python(B.format(cfg=str(cfg), statements=list(statements)), timeout=60)
+def in_b(cfg, *statements: str, env=None) -> str:
+    return run_python(B.format(cfg=str(cfg), statements=list(statements)), env=env, timeout=60)
 
 
-def make_stale(connect, tmp_path, b_flush: str):
-    """Returns A's connection, with t's inlined-data table list cached from before B's flush."""
-    cfg = write_config(tmp_path, CONFIG)
-    a = connect(config=cfg)
-    assert a.sql("SELECT status FROM srdp_attach_catalog('lake', role := 'writer')").fetchone() == ("attached",)
+def make_stale(connect, tmp_path, b_flush: str, lake=None):
+    """Returns A's connection, with t's inlined-data table list cached from before B's flush.
+
+    On the SQLite catalog of CONFIG, or on ``lake`` (a pg_lake.PgLake) when given.
+    """
+    env = {"SRDP_TEST_SETUP": json.dumps(lake.setup_sql())} if lake else None
+    cfg = lake.cfg if lake else write_config(tmp_path, CONFIG)
+    a = lake.connect(connect) if lake else connect(config=cfg)
+    assert a.sql("SELECT status FROM srdp_attach_catalog('lake', role := 'writer')").fetchall() == [("attached",)]
     a.execute("CREATE TABLE lake.main.t (id BIGINT)")
     a.execute("INSERT INTO lake.main.t SELECT range FROM range(5)")
-    assert a.sql("SELECT count(*) FROM lake.main.t").fetchone() == (5,)
-    in_b(cfg, "ALTER TABLE lake.main.t ADD COLUMN c VARCHAR", "INSERT INTO lake.main.t SELECT range + 100, 'x' FROM range(3)")
+    assert a.execute("SELECT count(*) FROM lake.main.t").fetchall() == [(5,)]
+    in_b(
+        cfg,
+        "ALTER TABLE lake.main.t ADD COLUMN c VARCHAR",
+        "INSERT INTO lake.main.t SELECT range + 100, 'x' FROM range(3)",
+        env=env,
+    )
     # A reads t after B's ALTER + INSERT and before B's flush: it now caches both inlined tables.
     # (execute, not sql: the relational API binds its first query against the pre-ALTER schema.)
-    assert a.execute(TOTALS_SQL).fetchone() == TOTALS
-    rows = ast.literal_eval(in_b(cfg, b_flush).strip())
+    # fetchall: the result is consumed, so A's transaction ends (on PostgreSQL an open one would
+    # hold a lock on the inlined table and block B's flush).
+    assert a.execute(TOTALS_SQL).fetchall() == [TOTALS]
+    rows = ast.literal_eval(in_b(cfg, b_flush, env=env).strip())
     # B flushed all 8 inlined rows (5 of schema version 1, 3 of version 2); plain DuckLake returns
     # (schema, table, rows), srdp_flush (catalog, schema, table, rows_flushed, ...).
     assert sum(r[2] if len(r) == 3 else r[3] for r in rows) == 8, rows
     return cfg, a
 
 
-def assert_stale_error(error: str, function: str) -> None:
+def assert_stale_error(error: str, function: str, stale: str = STALE_TABLE) -> None:
     assert error.startswith(f"Invalid Input Error: {function}: catalog 'lake' read a stale inlined-data table"), error
     assert "duckdb/ducklake#1305" in error
     assert "while trying to flush dataset 'main.t'" in error
-    assert STALE_TABLE in error
+    assert stale in error
     assert error.rstrip().endswith("srdp re-attached 'lake' from the definition; run the call again"), error
 
 
@@ -115,3 +129,27 @@ def test_plain_reads_stay_broken_until_srdp_compact_re_attaches(connect, tmp_pat
     assert a.execute(TOTALS_SQL).fetchone() == TOTALS
     # B (another fresh instance) agrees on the data.
     assert in_b(cfg, TOTALS_SQL).strip() == str([TOTALS])
+
+
+def test_stale_table_on_postgres_invalidates_the_database_and_srdp_says_to_reopen(servers, connect, tmp_path):
+    """The same defect on a PostgreSQL catalog is worse: DuckLake 1.0 hits a DuckDB internal error
+    ("Attempted to access index 0 within vector of size 0"), which invalidates A's whole DuckDB
+    database. srdp cannot re-attach in that database; it says so and what to do, and a new
+    database (here: another process) compacts and reads everything.
+    """
+    from pg_lake import new_lake
+
+    lake = new_lake(servers, tmp_path)
+    cfg, a = make_stale(connect, tmp_path, "SELECT * FROM srdp_flush('lake')", lake=lake)
+    with pytest.raises(duckdb.Error) as failed:
+        a.sql("SELECT * FROM srdp_compact('lake')").fetchall()
+    error = str(failed.value)
+    assert error.startswith("Invalid Input Error: srdp_compact: catalog 'lake' read a stale inlined-data table"), error
+    assert "INTERNAL Error: Attempted to access index 0 within vector of size 0" in error
+    assert "DuckDB invalidated this database after that error, so srdp could not re-attach 'lake': close every " \
+        "connection of this process (or restart it) and run the call again in a new database" in error
+    with pytest.raises(duckdb.Error, match="database has been invalidated"):
+        a.execute("SELECT 1").fetchall()
+    env = {"SRDP_TEST_SETUP": json.dumps(lake.setup_sql())}
+    out = in_b(cfg, "SELECT rows_flushed, status FROM srdp_compact('lake')", TOTALS_SQL, env=env).splitlines()
+    assert out == ["[(0, 'nothing to do')]", str([TOTALS])]
