@@ -74,10 +74,12 @@ def race(cfg, connect):
 
 def test_deletes_committed_during_srdp_compact_stay_deleted(connect, tmp_path):
     fired = []
-    for attempt in range(3):
+    for attempt in range(5):
         cfg = build(tmp_path / f"try{attempt}")
         files_before, files_after, status, count, back = race(cfg, connect)
-        assert (files_before, files_after) == (FILES, 1)
+        # 1 file when the merge took all 60; 3 when the delete committed before the merge chose
+        # its files (DuckLake skips the two files that carry deletes).
+        assert files_before == FILES and files_after in (1, 3), (files_before, files_after, status)
         # Whatever the timing, no deleted row is visible and no other row is missing.
         assert (count, back) == (FILES * ROWS_PER_FILE - 2, 0), status
         if "re-applied" in status:
@@ -85,4 +87,4 @@ def test_deletes_committed_during_srdp_compact_stay_deleted(connect, tmp_path):
             fired.append(attempt)
             break
     # The delete landed inside the merge at least once, so the guard was exercised for real.
-    assert fired, "the delete never landed during the merge; the race window was missed three times"
+    assert fired, "the delete never landed during the merge; the race window was missed five times"
