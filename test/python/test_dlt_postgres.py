@@ -20,9 +20,11 @@ import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 from urllib.parse import quote  # noqa: E402
 
+import dagster as dg  # noqa: E402
 import dlt  # noqa: E402
 import duckdb  # noqa: E402
 import pytest  # noqa: E402
+from dagster_dlt import DagsterDltResource  # noqa: E402
 from dlt.common.configuration.specs import AwsCredentials  # noqa: E402
 from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials  # noqa: E402
 
@@ -276,6 +278,23 @@ def test_missing_and_wrong_passwords_are_refused_clearly_and_never_shown(servers
     for form in forms:
         assert form not in message and form not in shown and form not in trace
         assert form not in caplog.text + out + err
+    assert files_holding(pipelines, *forms) == []
+
+    # The same through Dagster: the step fails with the redacted error, and nothing the instance
+    # recorded (event log, error chain) holds the password.
+    source = dlt.source(lambda: dlt.resource(rows(0, 5), name="events"), name="shop")()
+    assets = srdp_dlt.srdp_dlt_assets(dlt_source=source, destination=dest, name="shop",
+                                      dlt_pipeline=dest.pipeline("shop", pipelines_dir=str(pipelines)))
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([assets], resources={"dlt": DagsterDltResource()}, instance=instance, raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].event_specific_data.error
+    assert failure.cause.cls_name == "SrdpDltLoadError" and failure.cause.cause is None and failure.cause.context is None
+    assert "password authentication failed" in failure.cause.message
+    recorded = "".join(str(e) for e in instance.all_logs(result.run_id))
+    out, err = capfd.readouterr()
+    for form in forms:
+        assert form not in recorded and form not in caplog.text + out + err
     assert files_holding(pipelines, *forms) == []
     assert metadata_schemas(servers, database) == []
 

@@ -18,6 +18,18 @@ and logs one warning per relaxed rule on every load (logger ``srdp.ingest.dlt``;
 ``context.log``). :func:`srdp_dlt_assets` builds Dagster assets over dagster-dlt whose
 ``dagster/table_name`` is the physical table and which carry no synthetic upstream dependency.
 
+A PostgreSQL catalog needs the writer role's password, which srdp.toml never holds (srdp itself
+reads it from a DuckDB secret, and DuckDB secrets do not reveal it): pass it to the helper, which
+puts it only into dlt's in-memory credentials, next to the metadata schema from srdp.toml (dlt
+would otherwise use its ``ducklake_name`` as the schema and not find the lake):
+
+>>> lake = srdp_dlt.destination("lake", catalog_user="loader",       # when the libpq string names none
+...                             catalog_password=os.environ["LAKE_WRITER_PASSWORD"],
+...                             storage_credentials=AwsCredentials(...))   # S3 data path, optional
+
+A load that fails with the password (or the storage secret) in dlt's error text raises
+:class:`SrdpDltLoadError` with the text redacted, and the helper redacts dlt's trace of that run.
+
 dlt's ``filesystem`` destination must never write into a DuckLake data path (files there bypass
 the catalog): :func:`check_not_filesystem` refuses that, and :meth:`DltDestination.run` calls it.
 
@@ -25,14 +37,18 @@ Importing this module sets ``RUNTIME__DLTHUB_TELEMETRY=false`` unless the enviro
 sets it: srdp runs offline.
 """
 
+import dataclasses
 import json
 import logging
 import os
+import pickle
+import traceback
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, quote_plus, urlparse
 
 os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
 
@@ -41,9 +57,13 @@ import duckdb  # noqa: E402
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, AssetSpec, MaterializeResult  # noqa: E402
 from dagster_dlt import DagsterDltResource, DagsterDltTranslator, dlt_assets  # noqa: E402
 from dagster_dlt.translator import DltResourceTranslatorData  # noqa: E402
+from dlt.common.configuration.specs.base_configuration import is_secret_hint  # noqa: E402
+from dlt.common.configuration.specs.connection_string_credentials import ConnectionStringCredentials  # noqa: E402
 from dlt.common.destination import Destination  # noqa: E402
 from dlt.common.pipeline import LoadInfo  # noqa: E402
+from dlt.common.storages.configuration import FilesystemConfiguration  # noqa: E402
 from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials  # noqa: E402
+from dlt.pipeline.trace import TRACE_FILE_NAME, save_trace  # noqa: E402
 from dlt.extract import DltResource, DltSource  # noqa: E402
 from dlt.pipeline.pipeline import Pipeline  # noqa: E402
 
@@ -52,6 +72,7 @@ import srdp  # noqa: E402
 __all__ = [
     "DltDestination",
     "SrdpDltError",
+    "SrdpDltLoadError",
     "SrdpDltTranslator",
     "check_not_filesystem",
     "destination",
@@ -71,6 +92,34 @@ class SrdpDltError(ValueError):
     Refusals that srdp's SQL functions make (unknown catalog, layer, writer or project; a writer
     that does not own the schema) surface unchanged as ``duckdb.Error`` with srdp's message.
     """
+
+
+class SrdpDltLoadError(SrdpDltError):
+    """dlt's load failed and dlt's error text held a secret the helper gave it (the catalog
+    password, the storage secret): the same text with the secret replaced by ``***``.
+
+    It is raised without dlt's exception attached (no ``__cause__`` or ``__context__``), since
+    those carry the secret; failures that hold no secret surface as dlt raised them.
+    """
+
+
+class _Password:
+    """A password that never shows itself: ``repr`` and ``str`` are ``'***'``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise SrdpDltError("srdp.ingest.dlt: catalog_password must be a non-empty string")
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
 
 
 @dataclass(frozen=True)
@@ -99,12 +148,32 @@ class DltDestination:
     """The srdp.toml every decision came from (absolute)."""
     request: Mapping[str, str | None] = field(repr=False, compare=False)
     """The arguments of :func:`destination`, so :meth:`refresh` can ask again."""
+    catalog_user: str | None = None
+    """PostgreSQL catalogs: the user dlt connects as (default: the ``user`` of the libpq string in
+    srdp.toml, which usually names none because the DuckDB secrets hold it)."""
+    catalog_password: _Password | None = field(default=None, repr=False, compare=False)
+    """PostgreSQL catalogs: the writer role's password (shown as ``'***'``), only ever handed to
+    dlt's in-memory credentials."""
+    storage_credentials: Any = field(default=None, repr=False, compare=False)
+    """Object-store data paths: dlt's credentials for the storage (``AwsCredentials(...)``); ``None``
+    lets dlt resolve them from its own configuration."""
 
     # -- srdp -------------------------------------------------------------------------------
 
     def refresh(self) -> "DltDestination":
-        """Asks srdp again: reads srdp.toml now, checks the writer again (done before every load)."""
-        return destination(self.catalog, config=self.config_path, **self.request)
+        """Asks srdp again: reads srdp.toml now, checks the writer again (done before every load).
+        The credentials given to :func:`destination` are kept."""
+        return dataclasses.replace(
+            destination(self.catalog, config=self.config_path, **self.request),
+            catalog_user=self.catalog_user,
+            catalog_password=self.catalog_password,
+            storage_credentials=self.storage_credentials,
+        )
+
+    @property
+    def is_postgres(self) -> bool:
+        """The catalog keeps its metadata in PostgreSQL (dlt then needs a user and a password)."""
+        return self.catalog_url.startswith(("postgres:", "postgresql:"))
 
     def table_name(self, table: str) -> str:
         """The physical table, ``<catalog>.<schema>.<table>``, from ``srdp_table_name``."""
@@ -117,7 +186,8 @@ class DltDestination:
         writer), then lets go of it so dlt's own DuckDB can attach it.
 
         dlt does not create a SQLite catalog's folder. Server catalogs (PostgreSQL) are left alone:
-        their writer credential is a DuckDB secret this helper does not hold.
+        srdp's writer credential is a DuckDB secret this helper does not hold, and dlt's own
+        ``ATTACH`` (with ``METADATA_SCHEMA`` from srdp.toml) creates the lake when it is missing.
         """
         if not self.catalog_url.startswith(("sqlite:", "duckdb:")):
             return
@@ -128,12 +198,17 @@ class DltDestination:
     # -- dlt --------------------------------------------------------------------------------
 
     def credentials(self) -> DuckLakeCredentials:
-        """dlt's DuckLake credentials: the lake srdp attaches, offline, with srdp's inlining limit."""
+        """dlt's DuckLake credentials: the lake srdp attaches, offline, with srdp's inlining limit.
+
+        For a PostgreSQL catalog they carry the metadata schema from srdp.toml and the user and
+        password given to :func:`destination`; without a password this raises
+        :class:`SrdpDltError` (so :meth:`pipeline` does, before dlt runs).
+        """
         creds = DuckLakeCredentials(
             ducklake_name=self.attach_name,
             metadata_schema=self.metadata_schema,
-            catalog=self.catalog_url,
-            storage=self.storage_url,
+            catalog=self._catalog_credentials(),
+            storage=self._storage(),
         )
         settings = srdp.duckdb_config()
         # Applied with SET GLOBAL on each connection dlt opens, before its ATTACH autoloads
@@ -228,14 +303,101 @@ class DltDestination:
 
         Order: read srdp.toml and check the writer (srdp errors surface as ``duckdb.Error``), check
         the pipeline's destination, apply the rules to the resources (refusals change nothing in
-        the lake), log one warning per relaxed rule, create the lake if missing, load.
+        the lake), log one warning per relaxed rule, create the lake if missing, load. A failure
+        whose text holds a secret given to the helper is :class:`SrdpDltLoadError`, redacted.
         """
         current = self.refresh()
         current.check_pipeline(pipeline)
         arguments = current.load_arguments(_resources_of(data), **kwargs)
         current.log_warnings()
         current.prepare()
-        return pipeline.run(data, **arguments)
+        failure = None
+        try:
+            return pipeline.run(data, **arguments)
+        except Exception as error:
+            failure = current.secret_free_failure(pipeline, error)
+            if failure is None:
+                raise
+        # Raised outside the except block, so dlt's exception (and its secret) is not attached.
+        raise failure
+
+    def secret_free_failure(self, pipeline: Pipeline, error: BaseException) -> "SrdpDltLoadError | None":
+        """``None`` when ``error`` (with its causes) holds none of the secrets given to the helper;
+        otherwise :class:`SrdpDltLoadError` with dlt's text redacted, after redacting dlt's trace
+        of the run (``trace.pickle``) and failed-job messages in the pipeline's working folder."""
+        secrets = self._secret_texts()
+        text = "".join(traceback.format_exception(error))
+        if not any(secret in text for secret in secrets):
+            return None
+        _redact_pipeline_files(pipeline, secrets)
+        dlt_text = _redact(str(error), secrets)
+        hint = ""
+        if "password authentication failed" in dlt_text:
+            hint = (
+                f" PostgreSQL refused the credentials: check catalog_user and catalog_password "
+                f"(the writer role's) given to srdp.ingest.dlt.destination({self.catalog!r}, ...)."
+            )
+        return SrdpDltLoadError(
+            f"srdp.ingest.dlt: dlt failed to load into {self.catalog}.{self.dataset_name} "
+            f"(catalog {self.catalog_url}, metadata schema {self.metadata_schema or 'main'}); "
+            f"secrets in dlt's error are shown as ***.{hint} dlt's error: {dlt_text}"
+        )
+
+    def _catalog_credentials(self) -> str | ConnectionStringCredentials:
+        """dlt's ``catalog``: srdp's URL, plus user and password for PostgreSQL."""
+        if not self.is_postgres:
+            return self.catalog_url
+        catalog = ConnectionStringCredentials(self.catalog_url)
+        where = (
+            f"catalog {self.catalog!r} keeps its metadata in PostgreSQL ({self.catalog_url}, schema "
+            f"{self.metadata_schema!r}) and dlt connects to it itself"
+        )
+        user = self.catalog_user or catalog.username
+        if not user:
+            raise SrdpDltError(
+                f"srdp.ingest.dlt: {where}, as a user the libpq string in {self.config_path} does not "
+                f"name: pass catalog_user=... (the writer role) to srdp.ingest.dlt.destination({self.catalog!r}, ...)"
+            )
+        if self.catalog_password is None:
+            raise SrdpDltError(
+                f"srdp.ingest.dlt: {where}, with a password: pass catalog_password=... (the writer role's "
+                f"password) to srdp.ingest.dlt.destination({self.catalog!r}, ...); srdp.toml never holds it "
+                f"(srdp reads it from the DuckDB secret named by writer_secret)"
+            )
+        if " " in user or " " in self.catalog_password.reveal():
+            # dlt 1.31 writes the catalog URL with spaces unencoded, which libpq refuses.
+            raise SrdpDltError(
+                f"srdp.ingest.dlt: {where}, and dlt cannot pass a user or password containing a space "
+                f"to PostgreSQL (libpq refuses the URL dlt writes); use a writer role without spaces"
+            )
+        catalog.username = user
+        catalog.password = self.catalog_password.reveal()
+        return catalog
+
+    def _storage(self) -> str | FilesystemConfiguration:
+        """dlt's ``storage``: srdp's URL, plus the storage credentials when given."""
+        if self.storage_credentials is None:
+            return self.storage_url
+        if self.storage_url.startswith("file:"):
+            raise SrdpDltError(
+                f"srdp.ingest.dlt: storage_credentials given, but catalog {self.catalog!r} keeps its data "
+                f"in a local folder ({self.storage_url}); leave storage_credentials out"
+            )
+        return FilesystemConfiguration(bucket_url=self.storage_url, credentials=self.storage_credentials)
+
+    def _secret_texts(self) -> list[str]:
+        """The secrets given to the helper in every form dlt or libpq may print, longest first."""
+        texts: set[str] = set()
+        if self.catalog_password is not None:
+            password = self.catalog_password.reveal()
+            texts |= {password, quote(password, safe=" +"), quote(password, safe=""), quote_plus(password)}
+        creds = self.storage_credentials
+        if creds is not None and hasattr(creds, "get_resolvable_fields"):
+            for name, hint in creds.get_resolvable_fields().items():
+                value = getattr(creds, name, None)
+                if is_secret_hint(hint) and isinstance(value, str):
+                    texts.add(value)
+        return sorted((t for t in texts if t), key=len, reverse=True)
 
     def _rule_refusal(self, rule: str, what: str, instead: str) -> str:
         return (
@@ -257,6 +419,9 @@ def destination(
     schema_name: str | None = None,
     project: str | None = None,
     writer: str = "dlt",
+    catalog_user: str | None = None,
+    catalog_password: str | None = None,
+    storage_credentials: Any = None,
 ) -> DltDestination:
     """Asks srdp where ``writer`` loads ``layer`` (or ``schema_name``) of ``catalog``, and whether it
     may: ``srdp_dlt_destination``, then ``srdp_check_writer``.
@@ -266,6 +431,14 @@ def destination(
     (``SRDP_CONFIG``, then ``./srdp.toml``). ``project`` selects a tenant project's datasets
     (``<project>_raw``). Unknown names and a writer that does not own the schema are
     ``duckdb.Error``s from srdp.
+
+    PostgreSQL catalogs: dlt connects to PostgreSQL itself, so it needs the writer role's
+    ``catalog_password`` (srdp.toml never holds one) and, when the libpq string in srdp.toml names
+    no user, ``catalog_user``; both live only in this object (the password shows as ``'***'``) and
+    in dlt's in-memory credentials. ``storage_credentials`` are dlt's credentials for an
+    object-store data path (``dlt.common.configuration.specs.AwsCredentials(aws_access_key_id=...,
+    aws_secret_access_key=..., region_name=..., endpoint_url=...)``); without them dlt resolves
+    its own. SQLite and DuckDB-file catalogs ignore ``catalog_user`` and ``catalog_password``.
     """
     request = {"layer": layer, "schema_name": schema_name, "project": project, "writer": writer}
     with srdp.connect(config=config) as con:
@@ -292,6 +465,9 @@ def destination(
         warnings=tuple(warnings),
         config_path=config_path,
         request=request,
+        catalog_user=catalog_user,
+        catalog_password=None if catalog_password is None else _Password(catalog_password),
+        storage_credentials=storage_credentials,
     )
 
 
@@ -304,10 +480,16 @@ def pipeline(
     schema_name: str | None = None,
     project: str | None = None,
     writer: str = "dlt",
+    catalog_user: str | None = None,
+    catalog_password: str | None = None,
+    storage_credentials: Any = None,
     **kwargs: Any,
 ) -> Pipeline:
     """``destination(catalog, ...).pipeline(pipeline_name, **kwargs)`` in one call."""
-    target = destination(catalog, config=config, layer=layer, schema_name=schema_name, project=project, writer=writer)
+    target = destination(
+        catalog, config=config, layer=layer, schema_name=schema_name, project=project, writer=writer,
+        catalog_user=catalog_user, catalog_password=catalog_password, storage_credentials=storage_credentials,
+    )
     return target.pipeline(pipeline_name, **kwargs)
 
 
@@ -432,8 +614,16 @@ def srdp_dlt_assets(
         # A fresh copy each run: re-running the very DltSource object in one process (in-process
         # executor, tests) fails in extract with `KeyError: 'name'` on dlt 1.31.0 once
         # dagster-dlt has dropped the pipeline's local state.
-        for event in dlt.run(context=context, dlt_source=dlt_source.clone(), **arguments):
-            yield _with_table_name(event, tables_by_key)
+        failure = None
+        try:
+            for event in dlt.run(context=context, dlt_source=dlt_source.clone(), **arguments):
+                yield _with_table_name(event, tables_by_key)
+        except Exception as error:
+            failure = current.secret_free_failure(dlt_pipeline, error)
+            if failure is None:
+                raise
+        if failure is not None:  # outside the except block: dlt's exception is not attached
+            raise failure
 
     return _srdp_dlt_assets
 
@@ -507,6 +697,50 @@ def _with_table_name(event: Any, tables_by_key: Mapping[AssetKey, str]) -> Any:
         metadata = {**(event.metadata or {}), "dagster/table_name": tables_by_key[event.asset_key]}
         return MaterializeResult(asset_key=event.asset_key, metadata=metadata)
     return event
+
+
+def _redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:  # longest first, so a form containing another is replaced whole
+        text = text.replace(secret, "***")
+    return text
+
+
+def _redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` (dlt's trace: named tuples, lists, dicts, strings) with every secret redacted."""
+    if isinstance(value, str):
+        return _redact(value, secrets)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return value._replace(**{f: _redacted(getattr(value, f), secrets) for f in value._fields})
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redacted(v, secrets) for v in value)
+    if isinstance(value, dict):
+        return {k: _redacted(v, secrets) for k, v in value.items()}
+    return value
+
+
+def _redact_pipeline_files(pipeline: Pipeline, secrets: Sequence[str]) -> None:
+    """Redacts what dlt keeps of a failed run: its trace (in memory and ``trace.pickle``) and the
+    ``*.exception`` files of failed jobs in the pipeline's working folder."""
+    trace = pipeline.last_trace
+    if trace is not None:
+        clean = _redacted(trace, secrets)
+        try:
+            dumped = pickle.dumps(clean)
+        except Exception:  # dlt could not have saved it either
+            dumped = b""
+        if any(s.encode() in dumped for s in secrets):
+            clean = None  # a part this walk does not know: drop the trace rather than keep the secret
+        # dlt has no public way to replace the trace it holds; last_trace reads _last_trace first.
+        pipeline._last_trace = clean
+        trace_file = Path(pipeline.working_dir, TRACE_FILE_NAME)
+        if clean is None:
+            trace_file.unlink(missing_ok=True)
+        else:
+            save_trace(pipeline.working_dir, clean)
+    for path in Path(pipeline.working_dir).rglob("*.exception"):
+        text = path.read_text(errors="replace")
+        if any(s in text for s in secrets):
+            path.write_text(_redact(text, secrets))
 
 
 def _bucket_url(target: Destination) -> str | None:
