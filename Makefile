@@ -90,6 +90,7 @@ demo: release
 # bench/README.md; `.venv/bin/python bench/bench.py --datasets 10,100` takes about 3).
 bench: release
 	$(PY) bench/bench.py
+	$(PY) bench/bench_pg.py
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:
