@@ -216,6 +216,15 @@ pub struct ProjectDef {
     pub datasets: BTreeMap<String, String>,
 }
 
+/// The dataset `project` loads `layer` into: its override or `<project>_<layer>`.
+fn project_dataset(projects: &BTreeMap<String, ProjectDef>, project: &str, layer: &str) -> String {
+    projects
+        .get(project)
+        .and_then(|p| p.datasets.get(layer))
+        .cloned()
+        .unwrap_or_else(|| format!("{project}_{layer}"))
+}
+
 /// One catalog, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogDef {
@@ -236,11 +245,7 @@ pub struct CatalogDef {
 impl CatalogDef {
     /// The dataset (schema) a tenant project loads `layer` into: its override or `<project>_<layer>`.
     pub fn project_dataset(&self, project: &str, layer: &str) -> String {
-        self.projects
-            .get(project)
-            .and_then(|p| p.datasets.get(layer))
-            .cloned()
-            .unwrap_or_else(|| format!("{project}_{layer}"))
+        project_dataset(&self.projects, project, layer)
     }
 
     /// Distinct layers of the defined schemas, sorted.
@@ -516,11 +521,7 @@ fn catalog(
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for p in projects.keys() {
         for layer in DLT_LAYERS {
-            let dataset = projects
-                .get(p)
-                .and_then(|d| d.datasets.get(layer))
-                .cloned()
-                .unwrap_or_else(|| format!("{p}_{layer}"));
+            let dataset = project_dataset(&projects, p, layer);
             if let Some(other) = seen.insert(dataset.clone(), p.clone()) {
                 return Err(err(
                     raw.projects.get(p).map_or(0..0, |d| d.span()),

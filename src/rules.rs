@@ -78,9 +78,14 @@ pub fn states(config: &Config) -> Vec<RuleState> {
 
 /// One warning per relaxed rule, to be logged on every load.
 pub fn relaxed_warnings(config: &Config) -> Vec<String> {
+    relaxed_warnings_except(config, None)
+}
+
+/// [`relaxed_warnings`] without the rule named `skip`.
+fn relaxed_warnings_except(config: &Config, skip: Option<&str>) -> Vec<String> {
     states(config)
         .into_iter()
-        .filter(|s| !s.enabled)
+        .filter(|s| !s.enabled && Some(s.info.name) != skip)
         .map(|s| {
             format!(
                 "srdp rule {} is relaxed by {}: {}",
@@ -187,6 +192,13 @@ pub fn check_writer(
         schemas.dedup();
         list(&schemas)
     };
+    let refused = |why: String| SrdpError::WriterRefused {
+        writer: writer.to_string(),
+        schema: schema.to_string(),
+        catalog: catalog.to_string(),
+        why: format!("{why}. '{writer}' may write: {}", may_write()),
+        path: config.path.clone(),
+    };
     let source = || {
         config
             .rules
@@ -203,17 +215,10 @@ pub fn check_writer(
         }),
         Some((owners, layer)) => {
             if !relaxed {
-                return Err(SrdpError::WriterRefused {
-                    writer: writer.to_string(),
-                    schema: schema.to_string(),
-                    catalog: catalog.to_string(),
-                    why: format!(
-                        "it is owned by '{}' (single_writer). '{writer}' may write: {}",
-                        owners.join(", "),
-                        may_write()
-                    ),
-                    path: config.path.clone(),
-                });
+                return Err(refused(format!(
+                    "it is owned by '{}' (single_writer)",
+                    owners.join(", ")
+                )));
             }
             Ok(WriterCheck {
                 warning: Some(format!(
@@ -228,18 +233,10 @@ pub fn check_writer(
         }
         None => {
             if !relaxed {
-                return Err(SrdpError::WriterRefused {
-                    writer: writer.to_string(),
-                    schema: schema.to_string(),
-                    catalog: catalog.to_string(),
-                    why: format!(
-                        "it has no owner in the definition; define \
-                         [catalogs.{catalog}.schemas.{schema}] with writer and layer. \
-                         '{writer}' may write: {}",
-                        may_write()
-                    ),
-                    path: config.path.clone(),
-                });
+                return Err(refused(format!(
+                    "it has no owner in the definition; define \
+                     [catalogs.{catalog}.schemas.{schema}] with writer and layer"
+                )));
             }
             Ok(WriterCheck {
                 owner: None,
@@ -372,29 +369,24 @@ pub fn dlt_destination(
             match &project {
                 Some(p) => (def.project_dataset(p, &layer), layer),
                 None => {
-                    let mut of_layer: Vec<String> = def
+                    let of_layer: Vec<String> = def
                         .schemas
                         .iter()
                         .filter(|(_, s)| s.layer == layer)
                         .map(|(name, _)| name.clone())
                         .collect();
-                    if of_layer.len() > 1 {
-                        // Prefer the one schema of that layer the writer owns.
-                        of_layer.retain(|name| def.schemas[name].writers.contains(&writer));
+                    // Of several schemas of that layer, the one the writer owns.
+                    let mut chosen = of_layer.clone();
+                    if chosen.len() > 1 {
+                        chosen.retain(|name| def.schemas[name].writers.contains(&writer));
                     }
-                    match of_layer.as_slice() {
+                    match chosen.as_slice() {
                         [one] => (one.clone(), layer),
                         _ => {
                             return Err(SrdpError::InvalidArgument(format!(
                                 "catalog '{catalog}' has several schemas of layer '{layer}' ({}); \
                                  pass schema_name := to choose one",
-                                list(
-                                    &def.schemas
-                                        .iter()
-                                        .filter(|(_, s)| s.layer == layer)
-                                        .map(|(n, _)| n.clone())
-                                        .collect::<Vec<_>>()
-                                )
+                                list(&of_layer)
                             )))
                         }
                     }
@@ -404,12 +396,11 @@ pub fn dlt_destination(
     };
     let check = check_writer(config, catalog, &dataset, &writer)?;
     let raw = layer == "raw";
-    let mut warnings = relaxed_warnings(config);
-    if let Some(w) = check.warning {
-        // The single_writer warning with the concrete schema replaces the generic one.
-        warnings.retain(|x| !x.starts_with("srdp rule single_writer "));
-        warnings.push(w);
-    }
+    // One warning per relaxed rule; the single_writer one names the schema when the write is
+    // allowed only because that rule is relaxed.
+    let mut warnings =
+        relaxed_warnings_except(config, check.warning.is_some().then_some("single_writer"));
+    warnings.extend(check.warning);
     Ok(DltDestination {
         catalog: def.name.clone(),
         attach_name: def.name.clone(),
