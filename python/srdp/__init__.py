@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-__all__ = ["connect", "extension_path", "extension_directory", "duckdb_config"]
+__all__ = ["call", "connect", "extension_path", "extension_directory", "duckdb_config"]
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -51,6 +52,19 @@ def connect(database: str = ":memory:", config: str | os.PathLike | None = None)
     if config is not None:
         con.execute(f"SET srdp_config = '{_literal(os.path.abspath(config))}'")
     return con
+
+
+def call(con: duckdb.DuckDBPyConnection, function: str, *args: Any, **named: Any) -> list[dict[str, Any]]:
+    """Rows of ``SELECT * FROM function(args..., name := value...)`` as dicts.
+
+    Arguments are bound as parameters (no quoting to get wrong); ``None`` named arguments are
+    left out, so the function's default applies.
+    """
+    given = {k: v for k, v in named.items() if v is not None}
+    params = ", ".join(["?"] * len(args) + [f"{k} := ?" for k in given])
+    cursor = con.execute(f"SELECT * FROM {function}({params})", [*args, *given.values()])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def _literal(text: str) -> str:

@@ -62,32 +62,6 @@ RESOURCE_KEY = "srdp"
 PUBLISHER_KEY = "srdp_pressure_publisher"
 
 
-def sql_literal(value: str) -> str:
-    """A SQL string literal (single quotes doubled)."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def _call(function: str, catalog: str, **named: Any) -> str:
-    """``SELECT * FROM function('catalog', k := v, ...)``, skipping ``None`` values."""
-    args = [sql_literal(catalog)]
-    for key, value in named.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            args.append(f"{key} := {'true' if value else 'false'}")
-        elif isinstance(value, int):
-            args.append(f"{key} := {int(value)}")
-        else:
-            args.append(f"{key} := {sql_literal(value)}")
-    return f"SELECT * FROM {function}({', '.join(args)})"
-
-
-def _rows(con: duckdb.DuckDBPyConnection, query: str) -> list[dict[str, Any]]:
-    cur = con.execute(query)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
 class SrdpResource(dg.ConfigurableResource):
     """DuckDB with srdp loaded from ``config_path``; catalogs attached on request."""
 
@@ -98,7 +72,7 @@ class SrdpResource(dg.ConfigurableResource):
         con = srdp.connect(config=self.config_path)
         try:
             for catalog in catalogs or self.catalogs(con):
-                con.execute(_call("srdp_attach_catalog", catalog, role=role)).fetchall()
+                srdp.call(con, "srdp_attach_catalog", catalog, role=role)
         except Exception:
             con.close()
             raise
@@ -107,7 +81,7 @@ class SrdpResource(dg.ConfigurableResource):
     @staticmethod
     def catalogs(con: duckdb.DuckDBPyConnection) -> list[str]:
         """Every catalog of the definition, in name order."""
-        return [r["catalog"] for r in _rows(con, "SELECT catalog FROM srdp_catalogs() ORDER BY catalog")]
+        return sorted(r["catalog"] for r in srdp.call(con, "srdp_catalogs"))
 
 
 class MaintenanceConfig(dg.Config):
@@ -138,21 +112,18 @@ def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig)
     try:
         catalogs = config.catalogs or resource.catalogs(con)
         for catalog in catalogs:
-            datasets = _rows(
-                con,
-                _call("srdp_inlined_row_count", catalog, schema_name=config.namespace, table_name=config.name),
+            datasets = srdp.call(
+                con, "srdp_inlined_row_count", catalog, schema_name=config.namespace, table_name=config.name
             )
             for dataset in datasets:
                 schema, table = dataset["schema_name"], dataset["table_name"]
                 qualified = f"{catalog}.{schema}.{table}"
                 try:
-                    (flush,) = _rows(
-                        con,
-                        _call("srdp_flush", catalog, schema_name=schema, table_name=table, dry_run=config.dry_run),
+                    (flush,) = srdp.call(
+                        con, "srdp_flush", catalog, schema_name=schema, table_name=table, dry_run=config.dry_run
                     )
-                    (compact,) = _rows(
-                        con,
-                        _call("srdp_compact", catalog, schema_name=schema, table_name=table, dry_run=config.dry_run),
+                    (compact,) = srdp.call(
+                        con, "srdp_compact", catalog, schema_name=schema, table_name=table, dry_run=config.dry_run
                     )
                 except duckdb.Error as e:
                     raise dg.Failure(
@@ -253,7 +224,7 @@ def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonit
     events: list[PressureEvent] = []
     try:
         for catalog in config.catalogs or resource.catalogs(con):
-            for row in _rows(con, _call("srdp_catalog_pressure", catalog, threshold=config.threshold)):
+            for row in srdp.call(con, "srdp_catalog_pressure", catalog, threshold=config.threshold):
                 events.append(
                     PressureEvent(
                         event=row["event"],

@@ -5,8 +5,8 @@ The definition decides everything a load may not choose for itself: which lake (
 which dataset (``raw``, or ``<project>_raw`` on a tenant catalog), who may write it
 (``single_writer``), how raw is written (``raw_append_only``: ``append`` only) and how strictly
 (``raw_validated``: data types frozen, new columns allowed). The SQL functions of the srdp
-extension make those decisions (``srdp_dlt_destination``, ``srdp_check_writer``,
-``srdp_table_name``); this module only hands them to dlt and dagster-dlt:
+extension make those decisions (``srdp_dlt_destination``, which applies
+``srdp_check_writer``'s rules, and ``srdp_table_name``); this module only hands them to dlt and dagster-dlt:
 
 >>> import srdp.ingest.dlt as srdp_dlt
 >>> lake = srdp_dlt.destination("lake", config="srdp.toml")     # raw, written by dlt
@@ -424,7 +424,7 @@ def destination(
     storage_credentials: Any = None,
 ) -> DltDestination:
     """Asks srdp where ``writer`` loads ``layer`` (or ``schema_name``) of ``catalog``, and whether it
-    may: ``srdp_dlt_destination``, then ``srdp_check_writer``.
+    may: ``srdp_dlt_destination``, which checks the writer as ``srdp_check_writer`` does.
 
     ``layer`` defaults to ``raw`` unless ``schema_name`` names the schema (its layer is then the
     schema's own). ``config`` is the srdp.toml path; without it srdp finds the file itself
@@ -442,12 +442,11 @@ def destination(
     """
     request = {"layer": layer, "schema_name": schema_name, "project": project, "writer": writer}
     with srdp.connect(config=config) as con:
+        # srdp_dlt_destination checks the writer itself (srdp_check_writer's rules) and lists
+        # that check's warning among the load's warnings.
         row = _one(con, "srdp_dlt_destination", [catalog], **request)
-        check = _one(con, "srdp_check_writer", [row["catalog"], row["dataset_name"], row["writer"]])
         config_path = str(con.execute("SELECT config_path FROM srdp_version()").fetchone()[0])
     warnings = list(row["warnings"] or [])
-    if check["warning"] and check["warning"] not in warnings:
-        warnings.append(check["warning"])
     contract = json.loads(row["schema_contract"]) if row["schema_contract"] else None
     return DltDestination(
         catalog=row["catalog"],
@@ -633,13 +632,10 @@ def srdp_dlt_assets(
 
 def _one(con: duckdb.DuckDBPyConnection, function: str, args: Sequence[Any], **named: Any) -> dict[str, Any]:
     """The single row of an srdp table function as a dict; ``None`` named arguments are left out."""
-    given = {k: v for k, v in named.items() if v is not None}
-    params = ", ".join(["?"] * len(args) + [f"{k} := ?" for k in given])
-    cursor = con.execute(f"SELECT * FROM {function}({params})", [*args, *given.values()])
-    row = cursor.fetchone()
-    if row is None:
+    rows = srdp.call(con, function, *args, **named)
+    if not rows:
         raise SrdpDltError(f"srdp.ingest.dlt: {function} returned no row")
-    return dict(zip([d[0] for d in cursor.description], row))
+    return rows[0]
 
 
 def _identifier(name: str) -> str:
