@@ -47,12 +47,19 @@ LOADS = 2
 FILES_ROWS = 10
 FILES_PER_TXN = 100
 
-HAND_COUNT_SQL = [
-    """SET VARIABLE ducklake_inlined_count_sql = (
-    SELECT COALESCE(string_agg(format('SELECT {}::BIGINT AS table_id, count(*) AS n FROM __ducklake_metadata_lake.main.{}', table_id, table_name), ' UNION ALL '), 'SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n')
-    FROM __ducklake_metadata_lake.main.ducklake_inlined_data_tables)""",
-    "SELECT table_id, sum(n) FROM query(getvariable('ducklake_inlined_count_sql')) GROUP BY table_id",
-]
+# Where the hand-written SQL finds DuckLake's metadata (SQLite and DuckDB-file catalogs: main).
+MAIN_META = "__ducklake_metadata_lake.main"
+
+
+def hand_count_sql(meta: str = MAIN_META) -> list[str]:
+    """The inlined-row count a user writes by hand, over the metadata schema ``meta``."""
+    return [
+        f"""SET VARIABLE ducklake_inlined_count_sql = (
+    SELECT COALESCE(string_agg(format('SELECT {{}}::BIGINT AS table_id, count(*) AS n FROM {meta}.{{}}', table_id, table_name), ' UNION ALL '), 'SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n')
+    FROM {meta}.ducklake_inlined_data_tables)""",
+        "SELECT table_id, sum(n) FROM query(getvariable('ducklake_inlined_count_sql')) GROUP BY table_id",
+    ]
+
 
 TOML = """[catalogs.lake]
 metadata = "sqlite:catalog/lake.sqlite"
@@ -103,9 +110,9 @@ def srdp_connect(root: Path):
     return con
 
 
-def meta_fingerprint(con) -> dict:
+def meta_fingerprint(con, meta: str = MAIN_META) -> dict:
     """Per live table of schema main: table_id, live data files, inlined rows (metadata only)."""
-    meta = "__ducklake_metadata_lake.main"
+    count_sql = hand_count_sql(meta)
     con.execute("BEGIN TRANSACTION")
     try:
         tables = con.sql(
@@ -118,19 +125,19 @@ def meta_fingerprint(con) -> dict:
             f"SELECT table_id, count(*) FROM {meta}.ducklake_data_file "
             "WHERE end_snapshot IS NULL GROUP BY table_id"
         ).fetchall())
-        con.execute(HAND_COUNT_SQL[0])
-        inlined = {tid: int(n) for tid, n in con.sql(HAND_COUNT_SQL[1]).fetchall() if tid is not None}
+        con.execute(count_sql[0])
+        inlined = {tid: int(n) for tid, n in con.sql(count_sql[1]).fetchall() if tid is not None}
     finally:
         con.execute("COMMIT")
     return {name: {"table_id": tid, "files": files.get(tid, 0), "inlined": inlined.get(tid, 0)}
             for tid, name in tables}
 
 
-def fingerprint(con) -> dict:
+def fingerprint(con, meta: str = MAIN_META) -> dict:
     """meta_fingerprint plus rows and an order-independent checksum per table, read through
     DuckLake (one UNION ALL query per chunk of tables: a per-table query costs a DuckLake scan
     set-up each, which grows with the size of the catalog)."""
-    out = meta_fingerprint(con)
+    out = meta_fingerprint(con, meta)
     names = list(out)
     for first in range(0, len(names), 250):
         query = " UNION ALL ".join(
@@ -188,17 +195,24 @@ def run(spec: dict) -> dict:
         con = srdp_connect(root)
     else:
         con = plain_connect(root, INLINE_LIMIT, override=spec["override"])
+    return time_calls(con, side, op, spec.get("repeats", 1))
+
+
+def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> dict:
+    """Times ``op`` (count, flush, compact) through srdp or the hand-written DuckLake calls
+    ``repeats`` times on ``con``; returns the times, peak RSS and what the calls reported."""
+    count_sql = hand_count_sql(meta)
     rss_before = _peak_rss_mb()
     times, detail = [], {}
-    for _ in range(spec.get("repeats", 1)):
+    for _ in range(repeats):
         start = time.perf_counter()
         if side == "srdp":
             fn = {"count": "srdp_inlined_row_count", "flush": "srdp_flush", "compact": "srdp_compact"}[op]
             cur = con.sql(f"SELECT * FROM {fn}('lake')")
             cols, rows = cur.columns, cur.fetchall()
         elif op == "count":
-            con.execute(HAND_COUNT_SQL[0])
-            cols, rows = ["table_id", "n"], con.sql(HAND_COUNT_SQL[1]).fetchall()
+            con.execute(count_sql[0])
+            cols, rows = ["table_id", "n"], con.sql(count_sql[1]).fetchall()
         else:
             tables = [r[0] for r in con.sql(
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "

@@ -52,12 +52,15 @@ from bench import (  # noqa: E402
     LOADS,
     MARK,
     BenchError,
+    _lit,
     check,
     compare_lakes,
+    fingerprint,
     fmt_row,
     order_for,
     side_summary,
     summarize_fp,
+    time_calls,
 )
 
 BACKEND = "postgres+s3"
@@ -65,13 +68,6 @@ BUCKET = "srdp-bench"
 META_SCHEMA = "lake"        # PostgreSQL schema of the DuckLake metadata (srdp's metadata_schema)
 WRITER_SECRET = "pg_writer"  # DuckDB secret named by writer_secret in srdp.toml
 META = f"__ducklake_metadata_lake.{META_SCHEMA}"
-
-HAND_COUNT_SQL = [
-    f"""SET VARIABLE ducklake_inlined_count_sql = (
-    SELECT COALESCE(string_agg(format('SELECT {{}}::BIGINT AS table_id, count(*) AS n FROM {META}.{{}}', table_id, table_name), ' UNION ALL '), 'SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n')
-    FROM {META}.ducklake_inlined_data_tables)""",
-    "SELECT table_id, sum(n) FROM query(getvariable('ducklake_inlined_count_sql')) GROUP BY table_id",
-]
 
 # No credentials here: srdp finds them in the DuckDB secret named by writer_secret.
 TOML = """[catalogs.lake]
@@ -87,27 +83,6 @@ writer_secret = "{secret}"
 # worker side: runs in a fresh process, reads its spec (with the credentials) from stdin and
 # prints one MARK line of JSON
 # ------------------------------------------------------------------------------------------------
-
-def _lit(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
-
-
-def _peak_rss_mb() -> float:
-    """Peak resident set of this process so far (ru_maxrss is KiB on Linux)."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def _vm_hwm_mb() -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
 
 def data_path(spec: dict) -> str:
     return f"s3://{BUCKET}/{spec['prefix']}/"
@@ -157,42 +132,6 @@ def srdp_connect(spec: dict):
     return con
 
 
-def meta_fingerprint(con) -> dict:
-    """Per live table of schema main: table_id, live data files, inlined rows (metadata only)."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        tables = con.sql(
-            f"SELECT t.table_id, t.table_name FROM {META}.ducklake_table t "
-            f"JOIN {META}.ducklake_schema s USING (schema_id) "
-            "WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL AND s.schema_name = 'main' "
-            "ORDER BY t.table_name"
-        ).fetchall()
-        files = dict(con.sql(
-            f"SELECT table_id, count(*) FROM {META}.ducklake_data_file "
-            "WHERE end_snapshot IS NULL GROUP BY table_id"
-        ).fetchall())
-        con.execute(HAND_COUNT_SQL[0])
-        inlined = {tid: int(n) for tid, n in con.sql(HAND_COUNT_SQL[1]).fetchall() if tid is not None}
-    finally:
-        con.execute("COMMIT")
-    return {name: {"table_id": tid, "files": files.get(tid, 0), "inlined": inlined.get(tid, 0)}
-            for tid, name in tables}
-
-
-def fingerprint(con) -> dict:
-    """meta_fingerprint plus rows and an order-independent checksum per table, read through
-    DuckLake (one UNION ALL query per chunk of tables)."""
-    out = meta_fingerprint(con)
-    names = list(out)
-    for first in range(0, len(names), 250):
-        query = " UNION ALL ".join(
-            f"SELECT {_lit(n)} AS t, count(*) AS n, COALESCE(sum(hash(id, v)), 0)::VARCHAR AS c "
-            f'FROM lake.main."{n}"' for n in names[first:first + 250])
-        for name, rows, checksum in con.sql(query).fetchall():
-            out[name].update(rows=rows, checksum=checksum)
-    return out
-
-
 def build(spec: dict) -> dict:
     """Builds the lake (empty database, empty prefix) with plain DuckDB, bench.py's layout:
     N tables main.dNNNN, two loads over all datasets, each one Parquet insert + one inlined insert."""
@@ -211,7 +150,7 @@ def build(spec: dict) -> dict:
             con.execute(f"INSERT INTO {t} SELECT {base} + range, 'd{i}-i{load}-' || range FROM range({INLINE_ROWS})")
         con.execute("COMMIT")
     seconds = time.perf_counter() - start
-    fp = fingerprint(con)
+    fp = fingerprint(con, META)
     con.close()
     return {"build_s": seconds, "fingerprint": fp}
 
@@ -221,57 +160,12 @@ def run(spec: dict) -> dict:
     (The lake is fingerprinted afterwards by a separate `verify` process.)"""
     side, op = spec["side"], spec["op"]
     con = srdp_connect(spec) if side == "srdp" else plain_connect(spec)
-    rss_before = _peak_rss_mb()
-    times, detail = [], {}
-    for _ in range(spec.get("repeats", 1)):
-        start = time.perf_counter()
-        if side == "srdp":
-            fn = {"count": "srdp_inlined_row_count", "flush": "srdp_flush", "compact": "srdp_compact"}[op]
-            cur = con.sql(f"SELECT * FROM {fn}('lake')")
-            cols, rows = cur.columns, cur.fetchall()
-        elif op == "count":
-            con.execute(HAND_COUNT_SQL[0])
-            cols, rows = ["table_id", "n"], con.sql(HAND_COUNT_SQL[1]).fetchall()
-        else:
-            tables = [r[0] for r in con.sql(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
-                "AND schema_name = 'main' ORDER BY table_name").fetchall()]
-            rows = []
-            for t in tables:
-                flushed = con.sql(
-                    f"CALL ducklake_flush_inlined_data('lake', schema_name => 'main', table_name => {_lit(t)})"
-                ).fetchall()
-                merged = [(0, 0)]
-                if op == "compact":
-                    merged = con.sql(
-                        f"SELECT files_processed, files_created FROM ducklake_merge_adjacent_files("
-                        f"'lake', {_lit(t)}, schema => 'main')").fetchall() or [(0, 0)]
-                rows.append((t, sum(r[2] for r in flushed),
-                             sum(m[0] for m in merged), sum(m[1] for m in merged)))
-            cols = ["table_name", "rows_flushed", "files_processed", "files_created"]
-        times.append(time.perf_counter() - start)
-    rss_peak = _peak_rss_mb()
-    result = [dict(zip(cols, r)) for r in rows]
-    if op == "count":
-        if side == "srdp":
-            detail["counts"] = {r["table_name"]: r["inlined_rows"] for r in result}
-        else:
-            detail["counts_by_id"] = {str(r["table_id"]): int(r["n"]) for r in result if r["table_id"] is not None}
-    else:
-        detail["rows_flushed"] = sum(r["rows_flushed"] for r in result)
-        if op == "compact":
-            detail["files_processed"] = sum(r["files_processed"] for r in result)
-            detail["files_created"] = sum(r["files_created"] for r in result)
-    vm_hwm = _vm_hwm_mb()
-    if side == "srdp":
-        detail["srdp_version"] = con.sql("SELECT extension_version FROM srdp_version()").fetchone()[0]
-    return {"seconds": times, "rss_before_mb": rss_before, "rss_peak_mb": rss_peak,
-            "vm_hwm_mb": vm_hwm, **detail}
+    return time_calls(con, side, op, spec.get("repeats", 1), META)
 
 
 def verify(spec: dict) -> dict:
     """Full fingerprint of a lake, through a plain read-only attach (after the timed call)."""
-    return {"fingerprint": fingerprint(plain_connect(spec, read_only=True))}
+    return {"fingerprint": fingerprint(plain_connect(spec, read_only=True), META)}
 
 
 def worker() -> None:
