@@ -117,6 +117,13 @@ fn is_stale_inlined(lower: &str) -> bool {
     if lower.contains("internal error: attempted to access index 0 within vector of size 0") {
         return true;
     }
+    // The same PostgreSQL case, when the internal error aborted the statement's transaction
+    // first and DuckDB reports only that (seen intermittently in test_stale_inlined.py).
+    if lower.contains("attempting to fetch from an unsuccessful query result")
+        && lower.contains("current transaction is aborted")
+    {
+        return true;
+    }
     let Some(at) = lower.find("ducklake_inlined_data_") else {
         return false;
     };
@@ -428,5 +435,9 @@ mod tests {
             Failure::StaleInlinedTable
         );
         assert_eq!(classify("INTERNAL Error: something else"), Failure::Fatal);
+        assert_eq!(
+            classify("Invalid Input Error: Attempting to fetch from an unsuccessful query result\nError: TransactionContext Error: Current transaction is aborted (please ROLLBACK)"),
+            Failure::StaleInlinedTable
+        );
     }
 }

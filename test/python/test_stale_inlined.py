@@ -145,11 +145,18 @@ def test_stale_table_on_postgres_invalidates_the_database_and_srdp_says_to_reope
         a.sql("SELECT * FROM srdp_compact('lake')").fetchall()
     error = str(failed.value)
     assert error.startswith("Invalid Input Error: srdp_compact: catalog 'lake' read a stale inlined-data table"), error
-    assert "INTERNAL Error: Attempted to access index 0 within vector of size 0" in error
-    assert "DuckDB invalidated this database after that error, so srdp could not re-attach 'lake': close every " \
-        "connection of this process (or restart it) and run the call again in a new database" in error
-    with pytest.raises(duckdb.Error, match="database has been invalidated"):
-        a.execute("SELECT 1").fetchall()
+    if "INTERNAL Error: Attempted to access index 0 within vector of size 0" in error:
+        # Usually: the internal error invalidated A's database, and srdp says so.
+        assert "DuckDB invalidated this database after that error, so srdp could not re-attach 'lake': close every " \
+            "connection of this process (or restart it) and run the call again in a new database" in error
+        with pytest.raises(duckdb.Error, match="database has been invalidated"):
+            a.execute("SELECT 1").fetchall()
+    else:
+        # Sometimes DuckDB reports only the aborted transaction; then A's database survives and
+        # srdp's re-attach heals it.
+        assert "Current transaction is aborted" in error, error
+        assert error.rstrip().endswith("srdp re-attached 'lake' from the definition; run the call again"), error
+        assert a.sql("SELECT rows_flushed, status FROM srdp_compact('lake')").fetchall() == [(0, "nothing to do")]
     env = {"SRDP_TEST_SETUP": json.dumps(lake.setup_sql())}
     out = in_b(cfg, "SELECT rows_flushed, status FROM srdp_compact('lake')", TOTALS_SQL, env=env).splitlines()
     assert out == ["[(0, 'nothing to do')]", str([TOTALS])]
