@@ -3,8 +3,12 @@
 A writer process appends 10-row batches (autocommit INSERTs, inlined) for a few seconds and
 retries a batch itself when the catalog is busy; one or two maintenance processes run
 ``srdp_compact('lake')`` in a loop meanwhile. Afterwards every committed (batch, k) row is there
-exactly once, nothing else is, every compaction call either returned rows or failed with an srdp
-error that names its attempts, and a fresh process can still write and compact.
+exactly once and nothing else is; every compaction call either returned a consistent row or gave
+up on a busy catalog or a commit conflict after retrying it; every maintainer compacted while the
+writer ran; the rows the calls report flushed add up to the rows written (counted from the
+metadata, not by srdp); and a fresh process can still write and compact. With two maintainers
+the scenario runs until two successful calls of different maintainers overlapped in time (a few
+runs at most), so the race between them really happened.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Callable
 
 import duckdb
 import pytest
@@ -23,6 +29,9 @@ from conftest import REPO, run_python, write_config
 WRITE_SECONDS = 8.0
 ROWS_PER_BATCH = 10
 MAX_ATTEMPTS = 8
+# How often a two-maintainer scenario runs at most until two successful calls overlap.
+OVERLAP_RUNS = 3
+HERE = Path(__file__).resolve().parent
 
 CONFIG = f"""
 [catalogs.lake]
@@ -84,14 +93,16 @@ print("ready", flush=True)
 sys.stdin.readline()
 calls = []
 while not os.path.exists(stop):
-    t0 = time.time()
+    # Wall-clock start and end (comparable across processes), monotonic elapsed milliseconds.
+    t0, m0 = time.time(), time.monotonic()
     try:
         cur = con.sql("SELECT * FROM srdp_compact('lake')")
         names = cur.columns
         rows = [dict(zip(names, r)) for r in cur.fetchall()]
-        calls.append({"start": t0, "end": time.time(), "rows": rows})
+        call = {"rows": rows}
     except duckdb.Error as e:
-        calls.append({"start": t0, "end": time.time(), "error": str(e)})
+        call = {"error": str(e)}
+    calls.append({"start": t0, "end": time.time(), "elapsed_ms": (time.monotonic() - m0) * 1000, **call})
     time.sleep(0.05)
 with open(out, "w") as f:
     json.dump(calls, f, default=str)
@@ -116,11 +127,15 @@ def state(con):
         "SELECT data_file_id, record_count FROM __ducklake_metadata_lake.{meta}.ducklake_data_file "
         "WHERE end_snapshot IS NULL ORDER BY 1"
     ).fetchall()
-    return {{"stats": stats, "dupes": dupes, "batches": batches, "bad_batches": bad_batches, "files": files}}
+    sys.path.insert(0, {here!r})
+    from lakecheck import Lake
+    inlined = Lake(con, "lake", {meta!r}).inlined_rows()
+    return {{"stats": stats, "dupes": dupes, "batches": batches, "bad_batches": bad_batches, "files": files,
+            "inlined": {{".".join(k): v for k, v in inlined.items()}}}}
 """
 
 READ_STATE = """
-import json, os, srdp
+import json, os, sys, srdp
 {state}
 con = srdp.connect(config={cfg!r})
 for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
@@ -131,17 +146,17 @@ print(json.dumps(state(con)))
 
 # After everything: can a brand-new process still write and compact?
 AFTERWARDS = """
-import json, os, srdp
+import json, os, sys, srdp
 {state}
 con = srdp.connect(config={cfg!r})
 for s in json.loads(os.environ.get("SRDP_TEST_SETUP", "[]")):
     con.execute(s)
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')")
 con.execute("INSERT INTO lake.main.e SELECT {batch}, range, 'b{batch}k' || range FROM range({rows})")
+before = state(con)
 first = con.sql("SELECT rows_flushed, attempts, status FROM srdp_compact('lake')").fetchall()
 second = con.sql("SELECT rows_flushed, attempts, status FROM srdp_compact('lake')").fetchall()
-inlined = con.sql("SELECT inlined_rows FROM srdp_inlined_row_count('lake')").fetchall()
-print(json.dumps({{"first": first, "second": second, "inlined": inlined, **state(con)}}))
+print(json.dumps({{"before": before, "first": first, "second": second, **state(con)}}))
 """
 
 FINAL_BATCH = 1_000_000
@@ -189,8 +204,17 @@ def finish(proc: subprocess.Popen, timeout: float) -> None:
     assert proc.returncode == 0, err
 
 
+# The causes srdp may give up on under this contention: a busy SQLite catalog, a DuckLake commit
+# conflict, PostgreSQL serialization failures and deadlocks. Anything else is a real failure.
+CONTENTION = ("database is locked", "Transaction conflict", "could not serialize access", "deadlock detected")
+GAVE_UP = re.compile(r"srdp_compact: dataset 'main\.e' failed to (flush|merge) after (\d+) attempt\(s\): (.*)", re.S)
+
+
 def check_calls(calls: list[dict], name: str) -> list[dict]:
-    """Every call returned one row for main.e with attempts >= 1, or an srdp error with attempts."""
+    """Every call returned one consistent row for main.e, or gave up on contention after retrying.
+
+    Returns the successful calls.
+    """
     assert calls, f"{name} made no srdp_compact call"
     ok = []
     for call in calls:
@@ -198,16 +222,37 @@ def check_calls(calls: list[dict], name: str) -> list[dict]:
             assert len(call["rows"]) == 1, call
             row = call["rows"][0]
             assert (row["catalog"], row["schema_name"], row["table_name"]) == ("lake", "main", "e"), call
-            assert 1 <= int(row["attempts"]) <= MAX_ATTEMPTS, call
-            assert int(row["rows_flushed"]) >= 0 and int(row["duration_ms"]) >= 0, call
-            assert row["status"] in {"compacted", "nothing to do"}, call
+            assert int(row["attempts"]) >= 1, call
+            flushed, processed, created = (int(row[k]) for k in ("rows_flushed", "files_processed", "files_created"))
+            # Whole batches only: a flush writes every committed inlined batch, never a part of one.
+            assert flushed >= 0 and flushed % ROWS_PER_BATCH == 0, call
+            # A merge of n files creates at least one and fewer than n; no merge creates none.
+            assert (processed == created == 0) or 1 <= created < processed, call
+            assert row["status"] == ("compacted" if flushed or processed else "nothing to do"), call
+            # srdp's own timing of the call fits inside the caller's.
+            assert 0 <= int(row["duration_ms"]) <= call["elapsed_ms"] + 1, call
             ok.append(call)
         else:
             error = call["error"]
-            m = re.search(r"srdp_compact: dataset 'main\.e' failed to (\w[\w -]*) after (\d+) attempt\(s\): ", error)
+            m = GAVE_UP.search(error)
             assert m, f"{name}: srdp_compact failed without reporting its attempts:\n{error}"
-            assert 1 <= int(m.group(2)) <= MAX_ATTEMPTS, error
+            step, attempts, cause = m.group(1), int(m.group(2)), m.group(3)
+            assert any(c in cause for c in CONTENTION), f"{name}: srdp_compact gave up on a {step} for a cause that is not contention:\n{error}"
+            # A cause srdp retries: it gave up only after running the step again.
+            assert attempts >= 2, f"{name}: srdp_compact gave up on contention without a retry:\n{error}"
     return ok
+
+
+def overlapping(ok_calls: list[list[dict]]) -> list[tuple[int, int, dict, dict]]:
+    """Pairs of successful calls of two different maintainers that ran at the same time."""
+    pairs = []
+    for i in range(len(ok_calls)):
+        for j in range(i + 1, len(ok_calls)):
+            for a in ok_calls[i]:
+                for b in ok_calls[j]:
+                    if a["start"] < b["end"] and b["start"] < a["end"]:
+                        pairs.append((i, j, a, b))
+    return pairs
 
 
 def run_race(tmp_path, maintainers: int, cfg=None, env=None):
@@ -265,24 +310,32 @@ def assert_table(seen: dict, batches: list[int]) -> None:
     assert total == checksum(expected)
 
 
-def check_outcome(cfg, writer, all_calls, env=None, meta="main"):
+def check_outcome(cfg: Path, writer: dict, all_calls: list[list[dict]], env: dict | None = None, meta: str = "main") -> list[list[dict]]:
+    """Checks one run; returns each maintainer's successful calls."""
     committed, failed = writer["committed"], writer["failed"]
     failed_ids = [f["batch"] for f in failed]
     assert len(committed) >= 20, writer  # the writer did real work
     assert len(set(committed)) == len(committed) and not set(committed) & set(failed_ids)
     for f in failed:
         # A batch may only have been given up on for the contention errors it retries.
-        assert "database is locked" in f["error"] or "conflict" in f["error"].lower(), f
+        assert any(c in f["error"] for c in CONTENTION), f
 
-    during = []
+    ok_calls = []
     for i, calls in enumerate(all_calls):
         ok = check_calls(calls, f"maintainer {i}")
-        during += [c for c in ok if c["start"] < writer["end"] and c["end"] > writer["start"]]
-    # At least one successful compaction overlapped the writing window and actually flushed rows.
-    assert during, "no srdp_compact call succeeded while the writer ran"
+        ok_calls.append(ok)
+        # Every maintainer compacted successfully while the writer ran.
+        during = [c for c in ok if c["start"] < writer["end"] and c["end"] > writer["start"]]
+        assert during, f"maintainer {i}: no srdp_compact call succeeded while the writer ran"
+    during = [c for ok in ok_calls for c in ok if c["start"] < writer["end"] and c["end"] > writer["start"]]
     assert any(int(c["rows"][0]["rows_flushed"]) > 0 for c in during), during
+    reported = sum(int(c["rows"][0]["rows_flushed"]) for ok in ok_calls for c in ok)
+    # A call that gave up on its merge had committed its flush: those rows were flushed unreported.
+    merges_given_up = sum(
+        1 for calls in all_calls for c in calls if "error" in c and GAVE_UP.search(c["error"]).group(1) == "merge"
+    )
 
-    state = STATE.format(rows=ROWS_PER_BATCH, meta=meta)
+    state = STATE.format(rows=ROWS_PER_BATCH, meta=meta, here=str(HERE))
     # 1. The table exactly as the writer and the maintainers left it.
     after_race = json.loads(run_python(READ_STATE.format(state=state, cfg=str(cfg)), env=env, timeout=60))
     assert_table(after_race, committed)
@@ -293,12 +346,52 @@ def check_outcome(cfg, writer, all_calls, env=None, meta="main"):
         )
     )
     assert_table(out, committed + [FINAL_BATCH])
+    # Before the last compaction the metadata holds, inlined, what no call flushed plus the new batch.
+    left = after_race["inlined"]["main.e"]
+    assert out["before"]["inlined"] == {"main.e": left + ROWS_PER_BATCH}
     (rows_flushed, attempts, status), = out["first"]
-    assert rows_flushed >= ROWS_PER_BATCH and attempts >= 1 and status == "compacted"
+    assert (rows_flushed, status) == (left + ROWS_PER_BATCH, "compacted") and attempts >= 1, out["first"]
+    # Every committed row was inlined once and flushed once: by a call that said so, or (only if
+    # a call gave up on its merge after its flush had committed) by one that could not say so.
+    written = len(committed) * ROWS_PER_BATCH
+    if merges_given_up:
+        assert reported + left <= written, (reported, left, written)
+    else:
+        assert reported + left == written, (reported, left, written)
     assert out["second"] == [[0, 1, "nothing to do"]]
-    assert out["inlined"] == [[0]]
+    assert out["inlined"] == {"main.e": 0}
     assert len(out["files"]) == 1  # everything merged into one file
-    return after_race, out
+    return ok_calls
+
+
+def run_scenario(
+    tmp_path: Path, maintainers: int, make_lake: Callable[[Path], tuple[Path, dict, str]] | None = None
+) -> dict:
+    """Runs the race (again, in a fresh lake, until two maintainers' successful calls overlapped)."""
+    tried = []
+    for run in range(OVERLAP_RUNS if maintainers > 1 else 1):
+        directory = tmp_path / f"run{run}"
+        directory.mkdir()
+        cfg, env, meta = make_lake(directory) if make_lake else (None, None, "main")
+        cfg, writer, calls = run_race(directory, maintainers, cfg=cfg, env=env)
+        ok_calls = check_outcome(cfg, writer, calls, env=env, meta=meta)
+        summary = {
+            "committed": len(writer["committed"]),
+            "failed": len(writer["failed"]),
+            "writer_retries": len(writer["retried"]),
+            "calls": [len(c) for c in calls],
+            "call_errors": [sum("error" in x for x in c) for c in calls],
+            "errors": sorted({x["error"] for c in calls for x in c if "error" in x}),
+            "max_attempts": max(int(x["rows"][0]["attempts"]) for ok in ok_calls for x in ok),
+        }
+        if maintainers == 1:
+            return summary
+        pairs = overlapping(ok_calls)
+        summary["overlapping_calls"] = len(pairs)
+        tried.append(summary)
+        if pairs:
+            return {**summary, "runs": run + 1}
+    raise AssertionError(f"no two successful srdp_compact calls of different maintainers overlapped in {OVERLAP_RUNS} runs: {tried}")
 
 
 @pytest.mark.parametrize(
@@ -313,20 +406,7 @@ def test_appends_survive_concurrent_compaction(tmp_path, maintainers):
     about one run in three duplicated rows (both processes merged the same files, see
     test_known_ducklake_defects.py). The assertion message lists duplicated rows and live files.
     """
-    cfg, writer, calls = run_race(tmp_path, maintainers)
-    after_race, out = check_outcome(cfg, writer, calls)
-    summary = {
-        "committed": len(writer["committed"]),
-        "failed": len(writer["failed"]),
-        "writer_retries": len(writer["retried"]),
-        "calls": [len(c) for c in calls],
-        "call_errors": [sum("error" in x for x in c) for c in calls],
-        "rows": out["stats"][0],
-        "files_after_race": len(after_race["files"]),
-        "errors": sorted({x["error"] for c in calls for x in c if "error" in x}),
-        "max_attempts": max(int(x["rows"][0]["attempts"]) for c in calls for x in c if "rows" in x),
-    }
-    print(json.dumps(summary))
+    print(json.dumps(run_scenario(tmp_path, maintainers)))
 
 
 @pytest.mark.parametrize("maintainers", [1, 2], ids=["one_maintainer", "two_maintainers"])
@@ -334,8 +414,8 @@ def test_appends_survive_concurrent_compaction_on_postgres_and_s3(servers, tmp_p
     """The same race on a PostgreSQL catalog with an S3 data path (credentials in DuckDB secrets)."""
     from pg_lake import new_lake
 
-    lake = new_lake(servers, tmp_path, extra=f"max_attempts = {MAX_ATTEMPTS}\nretry_backoff_ms = 50")
-    env = {"SRDP_TEST_SETUP": json.dumps(lake.setup_sql())}
-    cfg, writer, calls = run_race(tmp_path, maintainers, cfg=lake.cfg, env=env)
-    after_race, out = check_outcome(cfg, writer, calls, env=env, meta=lake.schema)
-    print(json.dumps({"committed": len(writer["committed"]), "calls": [len(c) for c in calls]}))
+    def make_lake(directory: Path) -> tuple[Path, dict, str]:
+        lake = new_lake(servers, directory, extra=f"max_attempts = {MAX_ATTEMPTS}\nretry_backoff_ms = 50")
+        return lake.cfg, {"SRDP_TEST_SETUP": json.dumps(lake.setup_sql())}, lake.schema
+
+    print(json.dumps(run_scenario(tmp_path, maintainers, make_lake)))
