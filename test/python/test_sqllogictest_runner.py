@@ -399,6 +399,18 @@ def test_statement_error_naming_only_the_error_class_fails(tmp_path: Path,
     assert "expects only the error class" in fails_at(path, 1)
 
 
+@pytest.mark.parametrize("regex", [".*", ".*Error.*", ".*Catalog Error.*", "(?s).+"])
+def test_regex_matching_unrelated_errors_fails(tmp_path: Path, regex: str) -> None:
+    path = write(tmp_path, f"""
+        statement error
+        SELECT * FROM nope
+        ----
+        <REGEX>:{regex}
+    """)
+    assert "also matches an unrelated error" in fails_at(path, 1)
+    passes(path, strict=False)
+
+
 def test_negative_regex_is_not_a_message(tmp_path: Path) -> None:
     path = write(tmp_path, """
         statement error

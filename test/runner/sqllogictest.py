@@ -56,7 +56,8 @@ Records
     Lenient mode, as DuckDB's runner does for SQLite's own files, accepts a
     ``statement error`` without ``----`` or with an empty message: any DuckDB
     error.  Strict mode requires a message, and refuses one that is only an
-    error class (``Binder Error``, ``Invalid Input Error:``): name a
+    error class (``Binder Error``, ``Invalid Input Error:``) or a regex that
+    also matches an unrelated message (``<REGEX>:.*Error.*``): name a
     distinctive part of the message itself.
 ``query <types> [nosort|rowsort|sort|valuesort]``
     ``<types>`` has one letter per result column, each ``I``, ``R`` or ``T``
@@ -125,7 +126,9 @@ import shutil
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import duckdb
 
@@ -151,7 +154,11 @@ ONE_LINE_DIRECTIVES = {"require", "restart", "load", "mode"}
 # Errors that never count as the expected error of `statement error`.
 NEVER_EXPECTED = (duckdb.InternalException, duckdb.FatalException)
 # A `statement error` message naming only DuckDB's error class.
-ERROR_CLASS_ONLY = re.compile(r"\s*([A-Z][A-Za-z]* )+Error:?\s*")
+ERROR_CLASS_ONLY = re.compile(r"\s*([A-Z][A-Za-z]* )*Error:?\s*")
+# Strict: a <REGEX>: that matches one of these accepts errors it does not name.
+UNRELATED_ERRORS = [f"{kind} Error: an unrelated message\n" for kind in (
+    "Binder", "Catalog", "Constraint", "Conversion", "IO", "Invalid Input", "Not implemented",
+    "Out of Range", "Parser", "Permission", "Transaction")]
 
 
 def connection_config(extension_directory: str = EXTENSION_DIRECTORY) -> dict[str, str]:
@@ -190,7 +197,10 @@ def empty_or_comment(line: str) -> bool:
     return line == "" or line.startswith("#")
 
 
-def parse(lines: list[str], strict: bool, fail) -> list[Record]:
+Fail = Callable[[int, str], NoReturn]
+
+
+def parse(lines: list[str], strict: bool, fail: Fail) -> list[Record]:
     """The records of a file, read as DuckDB's runner reads them.
 
     ``fail(line, message)`` raises; it is called for anything this runner
@@ -242,7 +252,7 @@ def parse(lines: list[str], strict: bool, fail) -> list[Record]:
         records.append(record)
 
 
-def check_statement(record: Record, strict: bool, fail) -> None:
+def check_statement(record: Record, strict: bool, fail: Fail) -> None:
     line, args = record.line, record.args
     if args not in (["ok"], ["error"]):
         fail(line, f"expected 'statement ok' or 'statement error': "
@@ -263,9 +273,17 @@ def check_statement(record: Record, strict: bool, fail) -> None:
     if ERROR_CLASS_ONLY.fullmatch(message):
         fail(line, f"'statement error' expects only the error class {message.strip()!r}: "
                    "name a distinctive part of the message itself")
+    if message.startswith("<REGEX>:"):
+        try:
+            pattern = re.compile(message[len("<REGEX>:"):], re.DOTALL)
+        except re.error as e:
+            fail(line, f"invalid regular expression in {message!r}: {e}")
+        if any(pattern.fullmatch(m) for m in UNRELATED_ERRORS):
+            fail(line, f"'statement error' {message!r} also matches an unrelated error: "
+                       "name a distinctive part of the message")
 
 
-def check_query(record: Record, fail) -> None:
+def check_query(record: Record, fail: Fail) -> None:
     line, args = record.line, record.args
     if not args:
         fail(line, "query requires its column types (query III)")
@@ -353,7 +371,7 @@ class Runner:
         self.current_line = 1
 
     # -- helpers ---------------------------------------------------------
-    def fail(self, line: int, message: str):
+    def fail(self, line: int, message: str) -> NoReturn:
         raise SQLLogicTestFailure(self.display, line, message)
 
     def subst(self, text: str) -> str:
