@@ -3,8 +3,9 @@
 Tests use these to check what srdp did without asking srdp: the live datasets, their live data
 files (``ducklake_data_file`` rows with ``end_snapshot IS NULL``, resolved to full paths the way
 DuckLake 1.0 stores them: data path, then schema path, then table path, then file path, each
-relative to the one before when ``path_is_relative``), and their inlined rows (the rows of every
-table registered in ``ducklake_inlined_data_tables``). ``con`` is any DuckDB connection on which
+relative to the one before when ``path_is_relative``), the files retired by merges (still on
+disk), and their inlined rows (the rows of every table registered in
+``ducklake_inlined_data_tables``). ``con`` is any DuckDB connection on which
 the lake is attached as ``alias``; ``meta`` is the schema of its metadata tables ("main" for
 DuckDB-file and SQLite catalogs, the ``metadata_schema`` for PostgreSQL).
 """
@@ -68,6 +69,25 @@ class Lake:
             table_dir = schema_dir + t_path if t_rel else t_path
             out[(s_name, t_name)].append(table_dir + f_path if f_rel else f_path)
         return {key: sorted(paths) for key, paths in out.items()}
+
+    def retired_files(self) -> set[str]:
+        """Full paths of the files DuckLake 1.0 moved to ``ducklake_files_scheduled_for_deletion``.
+
+        A merge (and a file that a flush wrote and a merge then replaced) leaves ``ducklake_data_file``
+        for this table, with its path relative to the data path; the file stays on disk until
+        ``ducklake_cleanup_old_files``, which srdp never runs.
+        """
+        root = self.data_path()
+        return {
+            root + path if relative else path
+            for path, relative in self.rows(
+                f"SELECT path, path_is_relative FROM {self.table('ducklake_files_scheduled_for_deletion')}"
+            )
+        }
+
+    def registered_files(self) -> set[str]:
+        """Every data file the metadata knows: live, or retired and not yet cleaned up."""
+        return {path for paths in self.live_files().values() for path in paths} | self.retired_files()
 
     def file_counts(self) -> dict[Dataset, int]:
         """Live dataset -> number of live data files."""

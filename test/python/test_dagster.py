@@ -3,7 +3,9 @@ schedules, and the composition with an application's Definitions.
 
 Lakes are SQLite catalogs built through srdp with ``data_inlining_row_limit = 10``: 5-row batches
 stay inlined, 20-row batches become Parquet files. Every data check compares row counts and
-checksums before and after.
+checksums before and after; live files and inlined rows are counted from the metadata tables
+(lakecheck), never with srdp's functions, and the Parquet files on disk are exactly the files the
+metadata knows (srdp deletes none).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from pathlib import Path
 
 import dagster as dg
 import pytest
 
 import srdp
 from conftest import REPO, write_config
+from lakecheck import Lake, parquet_files
 from srdp import dagster as sd
 
 CONFIG = """
@@ -55,34 +59,37 @@ def build_lake(tmp_path, datasets=DATASETS, extra_sql=()):
     return cfg
 
 
-def state(cfg):
-    """Per dataset: (rows, checksum, live files, inlined rows), read by a fresh reader."""
+def state(cfg: Path, orphans: list[str] | None = None) -> dict[tuple[str, str], tuple[int, str, int, int]]:
+    """Per live dataset: (rows, checksum, live files, inlined rows), read by a fresh reader.
+
+    Files and inlined rows come from the metadata tables. Every file the metadata registers (live
+    or retired) is on disk, and the Parquet files on disk that it does not register are exactly
+    ``orphans`` (one ``schema/table`` entry per file; none unless given).
+    """
     con = srdp.connect(config=cfg)
     try:
         con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
-        inlined = {
-            (s, t): n
-            for s, t, n in con.execute(
-                "SELECT schema_name, table_name, inlined_rows FROM srdp_inlined_row_count('lake')"
-            ).fetchall()
-        }
+        lake = Lake(con)
+        data = cfg.parent / "data" / "lake"
+        on_disk, registered = parquet_files(data), lake.registered_files()
+        assert registered <= on_disk, sorted(registered - on_disk)
+        unregistered = sorted(str(Path(f).parent.relative_to(data)) for f in on_disk - registered)
+        assert unregistered == sorted(orphans or []), unregistered
+        files, inlined = lake.file_counts(), lake.inlined_rows()
         out = {}
-        for (schema, table), n in inlined.items():
+        for schema, table in lake.datasets():
             rows, checksum = con.execute(
                 f"SELECT count(*), sum(hash(id, v))::VARCHAR FROM lake.{schema}.{table}"
             ).fetchone()
-            (files,) = con.execute(
-                "SELECT count(*) FROM __ducklake_metadata_lake.main.ducklake_data_file f "
-                "JOIN __ducklake_metadata_lake.main.ducklake_table t USING (table_id) "
-                "JOIN __ducklake_metadata_lake.main.ducklake_schema s USING (schema_id) "
-                "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL "
-                "AND s.schema_name = ? AND t.table_name = ?",
-                [schema, table],
-            ).fetchone()
-            out[(schema, table)] = (rows, checksum, files, n)
+            out[(schema, table)] = (rows, checksum, files[(schema, table)], inlined[(schema, table)])
         return out
     finally:
         con.close()
+
+
+def compacted(before: tuple[int, str, int, int]) -> tuple[int, str, int, int]:
+    """A dataset after srdp_compact: the same rows, in one live file, nothing inlined."""
+    return (*before[:2], 1, 0)
 
 
 def run_maintenance(cfg, raise_on_error=True, **op_config):
@@ -116,27 +123,27 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
     result = run_maintenance(cfg)
     assert result.success
     after = state(cfg)
-    for key, (rows, checksum, files, inlined) in after.items():
-        assert (rows, checksum) == before[key][:2], key  # the same rows
-        assert inlined == 0, key
-        assert files == 1 < before[key][2] + 1, key  # flushed file + Parquet files merged into one
-    # One dynamic output per dataset, in (schema, table) order, with the result as metadata.
+    # The same rows; the flushed file and the Parquet files merged into one; nothing inlined.
+    assert after == {key: compacted(value) for key, value in before.items()}
+    # One dynamic output per dataset, in (schema, table) order, with the result as metadata. The
+    # numbers are the ones counted from the metadata before the run.
     out = outputs(result)
     assert list(out) == ["lake__main__a", "lake__main__b", "lake__other__c"]
-    assert out["lake__main__b"] == {
-        "catalog": "lake",
-        "schema_name": "main",
-        "table_name": "b",
-        "inlined_rows_before": 10,
-        "rows_flushed": 10,
-        "files_before": 5,  # 4 Parquet files + the one the flush wrote
-        "files_after": 1,
-        "files_processed": 5,
-        "files_created": 1,
-        "flush_attempts": 1,
-        "attempts": 1,
-        "status": "compacted",
-    }
+    for (schema, table), (_, _, files, inlined) in before.items():
+        assert out[f"lake__{schema}__{table}"] == {
+            "catalog": "lake",
+            "schema_name": schema,
+            "table_name": table,
+            "inlined_rows_before": inlined,
+            "rows_flushed": inlined,
+            "files_before": files + 1,  # the Parquet files + the one the flush wrote
+            "files_after": 1,
+            "files_processed": files + 1,
+            "files_created": 1,
+            "flush_attempts": 1,
+            "attempts": 1,
+            "status": "compacted",
+        }
     events = result.get_step_success_events()
     assert [e.step_key for e in events] == ["srdp_maintain_datasets"]
     materialized = [
@@ -146,7 +153,12 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
     assert meta["lake__other__c"]["rows_flushed"].value == 20
     assert meta["lake__other__c"]["files_before"].value == 3 and meta["lake__other__c"]["files_after"].value == 1
     logs = messages(result)
-    assert any("srdp: lake.main.a: compacted; 15 inlined rows, 15 flushed, files 4 -> 1" in m for m in logs), logs
+    for line in (
+        "srdp: lake.main.a: compacted; 15 inlined rows, 15 flushed, files 4 -> 1",
+        "srdp: lake.main.b: compacted; 10 inlined rows, 10 flushed, files 5 -> 1",
+        "srdp: lake.other.c: compacted; 20 inlined rows, 20 flushed, files 3 -> 1",
+    ):
+        assert sum(line in m for m in logs) == 1, (line, logs)
 
     # A rerun revisits every dataset harmlessly.
     again = run_maintenance(cfg)
@@ -161,15 +173,13 @@ def test_selection_by_namespace_and_name_touches_only_that_dataset(tmp_path):
     result = run_maintenance(cfg, namespace="main", name="b")
     assert result.success
     assert list(outputs(result)) == ["lake__main__b"]
-    after = state(cfg)
-    assert after[("main", "b")][:2] == before[("main", "b")][:2]
-    assert after[("main", "b")][2:] == (1, 0)
-    assert after[("main", "a")] == before[("main", "a")]
-    assert after[("other", "c")] == before[("other", "c")]
+    b = compacted(before[("main", "b")])
+    assert state(cfg) == {**before, ("main", "b"): b}
     # Namespace alone selects the whole schema.
     result = run_maintenance(cfg, namespace="other")
+    assert result.success
     assert list(outputs(result)) == ["lake__other__c"]
-    assert state(cfg)[("main", "a")] == before[("main", "a")]
+    assert state(cfg) == {**before, ("main", "b"): b, ("other", "c"): compacted(before[("other", "c")])}
 
 
 def test_a_failing_dataset_fails_the_run_after_the_earlier_ones_were_committed(tmp_path):
@@ -190,15 +200,23 @@ def test_a_failing_dataset_fails_the_run_after_the_earlier_ones_were_committed(t
     result = run_maintenance(cfg, raise_on_error=False)
     assert not result.success
     failure = result.failure_data_for_node("srdp_maintain_datasets")
-    message = str(failure.error.message) + str(failure.user_failure_data.description if failure.user_failure_data else "")
-    assert "srdp maintenance failed at dataset lake.main.m" in message, message
-    assert "srdp_flush: dataset 'main.m' failed to flush after 1 attempt(s)" in message, message
-    assert "NOT NULL constraint failed" in message, message
-    assert "Datasets committed before it: lake.main.a" in message, message
-    after = state(cfg)
-    assert after[("main", "a")][:2] == before[("main", "a")][:2] and after[("main", "a")][2:] == (1, 0)
-    assert after[("main", "z")] == before[("main", "z")]  # never reached
-    assert after[("main", "m")] == before[("main", "m")]  # nothing half done
+    description = failure.user_failure_data.description
+    assert failure.error.message == f"dagster._core.definitions.events.Failure: {description}\n"
+    assert description.startswith(
+        "srdp maintenance failed at dataset lake.main.m: Invalid Input Error: srdp_flush: dataset 'main.m' "
+        "failed to flush after 1 attempt(s): Constraint Error: NOT NULL constraint failed: m.id. "
+    ), description
+    assert description.endswith(
+        "Datasets committed before it: lake.main.a. A rerun revisits the committed datasets harmlessly."
+    ), description
+    # One list of the committed datasets: srdp_flush's own (it was called for main.m alone, so
+    # "none") would contradict the run's.
+    assert description.count("Datasets committed before it:") == 1, description
+    assert {k: v.value for k, v in failure.user_failure_data.metadata.items()} == {"dataset": "lake.main.m", "datasets_done": 1}
+    # main.a compacted; main.m (nothing half done) and main.z (never reached) as they were. The
+    # failed flush leaves the Parquet file it wrote for main.m behind, unregistered (DuckLake
+    # rolls back the metadata, not the file; ducklake_delete_orphaned_files would remove it).
+    assert state(cfg, orphans=["main/m"]) == {**before, ("main", "a"): compacted(before[("main", "a")])}
 
 
 def test_schedules_and_no_retry_policy():
@@ -280,7 +298,10 @@ def test_a_failing_publisher_does_not_fail_the_monitor(tmp_path):
     assert result.success
     assert Broken.calls == 2
     errors = messages(result, logging.ERROR)
-    assert len(errors) == 2 and "message bus is down" in errors[0], errors
+    assert errors == [
+        f"publishing DatasetCatalogPressure for lake.{dataset} failed (ignored): RuntimeError('message bus is down')"
+        for dataset in ("main.a", "other.c")
+    ]
 
 
 def test_add_srdp_definitions_composes_with_an_application(tmp_path):
@@ -291,8 +312,13 @@ def test_add_srdp_definitions_composes_with_an_application(tmp_path):
     app = dg.Definitions(assets=[unrelated])
     assert sd.add_srdp_definitions(app, tmp_path / "srdp.toml", enabled=False) is app
     combined = sd.add_srdp_definitions(app, tmp_path / "srdp.toml")
-    assert {j.name for j in combined.resolve_all_job_defs()} >= {sd.MAINTENANCE_JOB, sd.MONITOR_JOB}
-    assert combined.resolve_assets_def("unrelated") is not None
+    # The application's asset (and Dagster's implicit job for it) next to srdp's jobs and schedules.
+    assert {j.name for j in combined.resolve_all_job_defs()} == {"__ASSET_JOB", sd.MAINTENANCE_JOB, sd.MONITOR_JOB}
+    assert {s.name for s in combined.schedules} == {sd.MAINTENANCE_SCHEDULE, sd.MONITOR_SCHEDULE}
+    assert list(combined.assets) == [unrelated]
+    assert combined.resolve_asset_graph().get_all_asset_keys() == {dg.AssetKey("unrelated")}
+    assert combined.resources["srdp"].config_path == str(tmp_path / "srdp.toml")
+    assert app.resources in (None, {})  # the application's Definitions were not changed
 
 
 def test_dagster_definitions_validate_passes_for_the_example(tmp_path):
