@@ -9,9 +9,10 @@ profile made from dbt/profiles.example.yml and an srdp.toml written in tmp) and 
   dbtRunner, whose event callbacks capture the lines dbt prints: deps and three `dbt run`, then
   the read-only run-operations, next to the one that needs a re-parse (other target, --vars);
 * `dbt run-operation srdp_compact` through the real `dbt` executable, parsing its stdout;
-* a reader in another Python process that reads the model back from the lake.
+* a reader in another Python process, before and after that compaction, that reads the model back
+  and counts each dataset's live files and inlined rows from the metadata tables (lakecheck).
 
-The tests then assert on what each step printed.
+The tests then assert on what each step printed, against those independent counts.
 """
 
 from __future__ import annotations
@@ -125,15 +126,27 @@ with open(sys.argv[2], "w") as f:
     json.dump(results, f)
 """
 
+# A reader in another process: the model's rows, and per dataset (live files, inlined rows) and
+# the Parquet files, from the metadata tables and the disk, not from srdp's functions.
 READ_BACK = """
-import json, srdp
+import json, sys
+from pathlib import Path
+import srdp
+sys.path.insert(0, {here!r})
+from lakecheck import Lake, parquet_files
 con = srdp.connect(config={cfg!r})
 attach = con.sql("SELECT role, read_only, status FROM srdp_attach_catalog('lake')").fetchone()
 data = con.sql("SELECT count(*), sum(id), sum(hash(id, batch, name, amount)), count(DISTINCT batch) FROM lake.curated.events").fetchone()
-inlined = con.sql("SELECT sum(inlined_rows) FROM srdp_inlined_row_count('lake')").fetchone()[0]
-files = con.sql("SELECT files_before FROM srdp_compact('lake', schema_name := 'curated', table_name := 'events', dry_run := true)").fetchone()[0]
-print(json.dumps({{"attach": attach, "data": [str(v) for v in data], "inlined": int(inlined), "files": files}}))
+lake = Lake(con)
+print(json.dumps({{
+    "attach": attach,
+    "data": [str(v) for v in data],
+    "state": {{".".join(k): v for k, v in lake.state().items()}},
+    "registered": sorted(lake.registered_files()),
+    "on_disk": sorted(parquet_files(Path(lake.data_path()))),
+}}))
 """
+HERE = Path(__file__).resolve().parent
 
 SOURCE_CHECKSUM = """
 SELECT count(*), sum(id), sum(hash(id, batch, name, amount)), count(DISTINCT batch)
@@ -243,17 +256,18 @@ def dbt_lake(tmp_path_factory):
     steps = dict(zip(labels, json.loads(results_file.read_text()), strict=True))
     session_seconds = time.monotonic() - started
 
+    before = json.loads(run_python(READ_BACK.format(cfg=str(cfg), here=str(HERE))))
     started = time.monotonic()
     cli = subprocess.run([str(DBT), "run-operation", "srdp_compact"], cwd=project, env={**os.environ, **env},
                          capture_output=True, text=True, timeout=300)
     cli_seconds = time.monotonic() - started
 
-    seen = json.loads(run_python(READ_BACK.format(cfg=str(cfg))))
+    seen = json.loads(run_python(READ_BACK.format(cfg=str(cfg), here=str(HERE))))
     with duckdb.connect() as plain:
         expected = [str(v) for v in plain.execute(SOURCE_CHECKSUM, [str(project / "data" / "events.csv")]).fetchone()]
     each = ", ".join(f"{label} {result['seconds']}" for label, result in steps.items())
     print(f"dbt session: {session_seconds:.1f} s ({each}); dbt CLI run-operation: {cli_seconds:.1f} s")
-    return {"steps": steps, "cli": cli, "seen": seen, "expected": expected, "cfg": cfg, "project": project}
+    return {"steps": steps, "cli": cli, "cli_seconds": cli_seconds, "before": before, "seen": seen, "expected": expected, "cfg": cfg, "project": project}
 
 
 def step(dbt_lake, label):
@@ -280,25 +294,39 @@ def test_run_operation_srdp_compact_compacts_and_prints_its_rows(dbt_lake):
     assert cli.returncode == 0, cli.stdout + cli.stderr
     rows = {(r["schema_name"], r["table_name"]): r for r in srdp_rows(cli.stdout.splitlines(), "srdp_compact")}
     assert set(rows) == {("curated", "events"), ("it's", "o'k")}
-    events = rows[("curated", "events")]
-    assert events["catalog"] == "lake"
-    assert events["status"] == "compacted"
-    assert events["rows_flushed"] == "7"
-    assert int(events["files_before"]) == 2 and int(events["files_after"]) == 1
-    assert int(events["files_before"]) > int(events["files_after"])
-    assert (events["files_processed"], events["files_created"], events["attempts"]) == ("3", "1", "1")
-    assert rows[("it's", "o'k")]["rows_flushed"] == "3"
+    # Counted from the metadata before the compaction: the model's two Parquet files (runs 0 and
+    # 1) and its 7 inlined rows (run 2); the quoted dataset's 3 inlined rows and no file.
+    before = dbt_lake["before"]["state"]
+    assert before == {"curated.events": [2, 7], "it's.o'k": [0, 3]}
+    for (schema, table), row in rows.items():
+        files, inlined = before[f"{schema}.{table}"]
+        # The flush writes one file; the merge joins it with the others when there are others.
+        merged = files + 1 if files else 0
+        printed = {k: v for k, v in row.items() if k != "duration_ms"}
+        assert printed == {
+            "catalog": "lake", "schema_name": schema, "table_name": table, "rows_flushed": str(inlined),
+            "files_before": str(files), "files_after": "1", "files_processed": str(merged),
+            "files_created": "1" if merged else "0", "attempts": "1", "status": "compacted",
+        }, row
+        # srdp's timing of the dataset fits inside the whole dbt command's.
+        assert 0 <= int(row["duration_ms"]) <= dbt_lake["cli_seconds"] * 1000, row
     # Nothing was attached in this fresh process: srdp_compact attached the lake as writer first.
     (attach,) = srdp_rows(cli.stdout.splitlines(), "srdp_attach_catalog")
     assert (attach["role"], attach["status"]) == ("writer", "attached")
 
 
 def test_model_rows_are_read_back_by_a_reader_in_another_process(dbt_lake):
-    seen = dbt_lake["seen"]
-    assert seen["attach"] == ["reader", True, "attached"]
-    assert seen["data"] == dbt_lake["expected"]
+    before, seen = dbt_lake["before"], dbt_lake["seen"]
+    for read in (before, seen):
+        assert read["attach"] == ["reader", True, "attached"]
+        assert read["data"] == dbt_lake["expected"]
+        # The Parquet files on disk are exactly the ones the metadata registers (live or retired).
+        assert read["on_disk"] == read["registered"]
     assert seen["data"][0] == str(sum(BATCHES)) and seen["data"][3] == str(len(BATCHES))
-    assert seen["inlined"] == 0 and seen["files"] == 1
+    # After srdp_compact: one live file per dataset, nothing inlined (counted from the metadata).
+    assert seen["state"] == {"curated.events": [1, 0], "it's.o'k": [1, 0]}
+    # No file was deleted; the two flushes and the merge added one each.
+    assert set(before["on_disk"]) <= set(seen["on_disk"]) and len(seen["on_disk"]) == len(before["on_disk"]) + 3
 
 
 def test_count_pressure_and_flush_print_their_rows(dbt_lake):
@@ -308,16 +336,19 @@ def test_count_pressure_and_flush_print_their_rows(dbt_lake):
         # A fresh database: read-only work attaches the lake as reader first.
         (attach,) = srdp_rows(result["lines"], "srdp_attach_catalog")
         assert (attach["role"], attach["read_only"], attach["status"]) == ("reader", "true", "attached")
+    # The inlined rows as counted from the metadata (the same before the compaction).
+    inlined = {key: str(n) for key, (_, n) in dbt_lake["before"]["state"].items()}
     # Named arguments with quotes in them reach srdp intact (rendered as 'it''s', 'o''k').
     assert srdp_rows(count["lines"], "srdp_inlined_row_count") == [{
-        "catalog": "lake", "schema_name": "it's", "table_name": "o'k", "inlined_rows": "3", "inlined_tables": "1"}]
+        "catalog": "lake", "schema_name": "it's", "table_name": "o'k", "inlined_rows": inlined["it's.o'k"],
+        "inlined_tables": "1"}]
     (event,) = srdp_rows(pressure["lines"], "srdp_catalog_pressure")
     assert event["event"] == "DatasetCatalogPressure"
     assert (event["schema_name"], event["table_name"], event["inlined_rows"], event["threshold"]) == (
-        "curated", "events", "7", "5")
+        "curated", "events", inlined["curated.events"], "5")
     (planned,) = srdp_rows(flush["lines"], "srdp_flush")
     assert (planned["schema_name"], planned["table_name"], planned["rows_flushed"], planned["attempts"], planned["status"]) == (
-        "curated", "events", "7", "0", "planned")
+        "curated", "events", inlined["curated.events"], "0", "planned")
 
 
 def test_srdp_errors_fail_the_run_operation_with_srdp_message(dbt_lake):
@@ -337,4 +368,5 @@ def test_config_var_is_passed_as_config_argument(dbt_lake):
     assert not (dbt_lake["project"] / "srdp.toml").exists()
     # A table name alone selects that table in every schema.
     assert srdp_rows(with_var["lines"], "srdp_inlined_row_count") == [{
-        "catalog": "lake", "schema_name": "curated", "table_name": "events", "inlined_rows": "7", "inlined_tables": "1"}]
+        "catalog": "lake", "schema_name": "curated", "table_name": "events",
+        "inlined_rows": str(dbt_lake["before"]["state"]["curated.events"][1]), "inlined_tables": "1"}]
