@@ -56,8 +56,7 @@ pub struct AttachSpec {
     pub metadata_schema: String,
     pub data_path: String,
     pub data_inlining_row_limit: u64,
-    pub max_attempts: u32,
-    pub retry_backoff_ms: u64,
+    pub retry: crate::retry::RetryPolicy,
 }
 
 impl AttachSpec {
@@ -125,8 +124,7 @@ pub fn plan(def: &CatalogDef, alias: &str, role: Role) -> AttachSpec {
         metadata_schema: def.metadata_schema.clone(),
         data_path: def.data_path.clone(),
         data_inlining_row_limit: def.tunables.data_inlining_row_limit,
-        max_attempts: def.tunables.max_attempts,
-        retry_backoff_ms: def.tunables.retry_backoff_ms,
+        retry: def.tunables.retry(),
     }
 }
 

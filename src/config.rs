@@ -21,12 +21,14 @@ use std::time::SystemTime;
 pub const DEFAULT_DATA_INLINING_ROW_LIMIT: u64 = 1000;
 /// Advisory threshold of `srdp_catalog_pressure`, in inlined rows per dataset.
 pub const DEFAULT_PRESSURE_WARNING_ROWS: u64 = 100_000;
-/// Attempts per maintenance step on retryable commit failures.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
-/// First wait between attempts; doubled each attempt, capped at [`MAX_RETRY_WAIT_MS`].
+/// Most attempts per step on retryable failures; high, so that the time budget
+/// ([`DEFAULT_MAX_RETRY_SECONDS`]) decides (see [`crate::retry`]).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 1000;
+/// Seconds after a step's first attempt during which retryable failures are retried.
+pub const DEFAULT_MAX_RETRY_SECONDS: u64 = 300;
+/// First wait between attempts; doubled each attempt, capped at
+/// [`crate::retry::MAX_RETRY_WAIT_MS`], jittered.
 pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 100;
-/// Cap of one wait between attempts.
-pub const MAX_RETRY_WAIT_MS: u64 = 2000;
 /// Metadata schema of DuckDB-file and SQLite catalogs (SQLite has no other).
 pub const DEFAULT_FILE_METADATA_SCHEMA: &str = "main";
 /// Metadata schema of PostgreSQL catalogs when the file does not name one (DuckDB's default).
@@ -64,8 +66,10 @@ pub mod raw {
         pub data_inlining_row_limit: Option<Spanned<i64>>,
         /// Default 100000.
         pub pressure_warning_rows: Option<Spanned<i64>>,
-        /// Default 8.
+        /// Default 1000 (the time budget decides).
         pub max_attempts: Option<Spanned<i64>>,
+        /// Default 300.
+        pub max_retry_seconds: Option<Spanned<i64>>,
         /// Default 100.
         pub retry_backoff_ms: Option<Spanned<i64>>,
     }
@@ -91,6 +95,8 @@ pub mod raw {
         pub pressure_warning_rows: Option<Spanned<i64>>,
         /// Default: `[defaults]`.
         pub max_attempts: Option<Spanned<i64>>,
+        /// Default: `[defaults]`.
+        pub max_retry_seconds: Option<Spanned<i64>>,
         /// Default: `[defaults]`.
         pub retry_backoff_ms: Option<Spanned<i64>>,
         /// Schema ownership, keyed by schema name.
@@ -185,7 +191,19 @@ pub struct Tunables {
     pub data_inlining_row_limit: u64,
     pub pressure_warning_rows: u64,
     pub max_attempts: u32,
+    pub max_retry_seconds: u64,
     pub retry_backoff_ms: u64,
+}
+
+impl Tunables {
+    /// The retry policy of maintenance steps and re-attaches.
+    pub fn retry(&self) -> crate::retry::RetryPolicy {
+        crate::retry::RetryPolicy {
+            max_attempts: self.max_attempts,
+            max_retry: std::time::Duration::from_secs(self.max_retry_seconds),
+            first_wait_ms: self.retry_backoff_ms,
+        }
+    }
 }
 
 impl Default for Tunables {
@@ -194,6 +212,7 @@ impl Default for Tunables {
             data_inlining_row_limit: DEFAULT_DATA_INLINING_ROW_LIMIT,
             pressure_warning_rows: DEFAULT_PRESSURE_WARNING_ROWS,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_retry_seconds: DEFAULT_MAX_RETRY_SECONDS,
             retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
         }
     }
@@ -318,6 +337,11 @@ impl Config {
 
 /// Parses and validates the text of a file at `path` (used for line numbers and relative paths).
 pub fn parse(path: &Path, text: &str) -> Result<Config> {
+    // Syntax first: a file that is not TOML at all (a `.pgpass` passed by mistake) must not be
+    // echoed, so its errors name a line, a column and at most a well-formed key.
+    if let Err(e) = toml::from_str::<toml::Table>(text) {
+        return Err(syntax_error(path, text, &e));
+    }
     let file: raw::File = toml::from_str(text).map_err(|e| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
         invalid(path, text, offset, None, e.message().to_string())
@@ -381,7 +405,14 @@ fn catalog(
         let conninfo = non_empty(rest).ok_or_else(|| {
             err(raw.metadata.span(), "metadata", "\"postgres:\" needs libpq key=value pairs after it, such as \"dbname=lake host=127.0.0.1\"".into())
         })?;
-        if crate::redact::redact(conninfo) != conninfo {
+        let parsed = crate::libpq::parse(conninfo).map_err(|e| {
+            err(
+                raw.metadata.span(),
+                "metadata",
+                format!("is not a libpq connection string after \"postgres:\": {e}"),
+            )
+        })?;
+        if !parsed.secret_keys().is_empty() {
             return Err(err(raw.metadata.span(), "metadata", "contains a password; secrets never live in srdp.toml: put the credentials in a DuckDB secret and name it in writer_secret / reader_secret".into()));
         }
         Backend::Postgres {
@@ -439,6 +470,7 @@ fn catalog(
         data_inlining_row_limit: raw.data_inlining_row_limit.clone(),
         pressure_warning_rows: raw.pressure_warning_rows.clone(),
         max_attempts: raw.max_attempts.clone(),
+        max_retry_seconds: raw.max_retry_seconds.clone(),
         retry_backoff_ms: raw.retry_backoff_ms.clone(),
     };
     let relax = "or relax the rule with the line `single_writer = false` under [rules]";
@@ -591,8 +623,10 @@ fn tunables(
             i64::MAX,
         )?
         .map_or(base.pressure_warning_rows, |v| v as u64),
-        max_attempts: check(&raw.max_attempts, "max_attempts", 1, 100)?
+        max_attempts: check(&raw.max_attempts, "max_attempts", 1, 100_000)?
             .map_or(base.max_attempts, |v| v as u32),
+        max_retry_seconds: check(&raw.max_retry_seconds, "max_retry_seconds", 0, 86_400)?
+            .map_or(base.max_retry_seconds, |v| v as u64),
         retry_backoff_ms: check(&raw.retry_backoff_ms, "retry_backoff_ms", 0, 60_000)?
             .map_or(base.retry_backoff_ms, |v| v as u64),
     })
@@ -629,6 +663,33 @@ fn invalid(
         key: key.map(|k| format!("key '{k}': ")).unwrap_or_default(),
         message,
     }
+}
+
+/// A TOML syntax error at its line and column. The key is shown only when the line starts with
+/// a well-formed key or table header; no other text of the line is ever shown.
+fn syntax_error(path: &Path, text: &str, e: &toml::de::Error) -> SrdpError {
+    let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..offset].chars().count() + 1;
+    let key = key_at(text, offset).filter(|k| is_plain_key(k));
+    SrdpError::ConfigInvalid {
+        path: path.to_path_buf(),
+        line: line_of(text, offset),
+        key: key.map(|k| format!("key '{k}': ")).unwrap_or_default(),
+        message: format!("column {column}: {}", e.message().trim()),
+    }
+}
+
+/// A dotted key of bare TOML key characters (`catalogs.lake.data_path`).
+fn is_plain_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.split('.').all(|part| {
+            let part = part.trim();
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
 }
 
 /// 1-based line number of a byte offset.

@@ -93,7 +93,7 @@ pub enum SrdpError {
 
     /// A maintenance step failed for good; earlier datasets stay committed.
     #[error(
-        "dataset '{dataset}' failed to {step} after {attempts} attempt(s): {message}. \
+        "dataset '{dataset}' failed to {step} after {attempts} attempt(s): {message}.{retried} \
          Datasets committed before it: {done}"
     )]
     MaintenanceFailed {
@@ -101,6 +101,8 @@ pub enum SrdpError {
         step: String,
         attempts: u32,
         message: String,
+        /// Empty, or ` Retried for 301.2 s; max_retry_seconds is 300.` when it gave up on time.
+        retried: String,
         done: String,
     },
 

@@ -2,14 +2,15 @@
 //!
 //! One dataset at a time, in (schema, table) order. Every step is one autocommit statement on
 //! the runner, so it commits on its own: a failure later in the call never undoes an earlier
-//! dataset. A step that fails with a retryable error (see [`plan::classify`]) is run again, up to
-//! `max_attempts` times with doubling waits; DuckLake re-plans from the current snapshot, so a
-//! re-run is safe. srdp only ever re-runs the SQL it wrote itself.
+//! dataset. A step that fails with a retryable error (see [`plan::classify`]) is run again with
+//! jittered, doubling waits until its time budget is spent (see [`crate::retry`]); DuckLake
+//! re-plans from the current snapshot, so a re-run is safe. srdp only ever re-runs the SQL it
+//! wrote itself.
 
 use crate::attach::AttachSpec;
 use crate::error::{Result, SrdpError};
 use crate::plan::{self, AutoCompactOption, Dataset, Failure};
-use crate::runner::backoff;
+use crate::retry::Jitter;
 use crate::sql::{self, Ident, Literal, MetadataTables};
 use duckdb::Connection;
 use std::collections::BTreeMap;
@@ -149,8 +150,12 @@ impl<'a> Lake<'a> {
         done: &[String],
         row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
     ) -> Result<Stepped<T>> {
-        let max = self.spec.max_attempts;
-        for attempt in 1..=max {
+        let policy = self.spec.retry;
+        let started = Instant::now();
+        let mut jitter = Jitter::from_clock();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let outcome = if mode == StepMode::BoundInOneTransaction {
                 run_in_one_transaction(self.conn, statement, &row)
             } else {
@@ -165,9 +170,13 @@ impl<'a> Lake<'a> {
                 }
                 Err(e) => crate::redact::redact(&e.to_string()),
             };
-            match plan::classify(&message) {
-                Failure::Retryable if attempt < max => {
-                    std::thread::sleep(backoff(self.spec.retry_backoff_ms, attempt));
+            let class = plan::classify(&message);
+            let wait = (class == Failure::Retryable)
+                .then(|| policy.next_wait(attempt, started.elapsed(), jitter.draw()))
+                .flatten();
+            match class {
+                Failure::Retryable if wait.is_some() => {
+                    std::thread::sleep(wait.unwrap_or_default());
                 }
                 Failure::StaleInlinedTable => {
                     return Err(SrdpError::StaleCatalog {
@@ -182,6 +191,16 @@ impl<'a> Lake<'a> {
                         dataset: dataset.name(),
                         step: step.to_string(),
                         attempts: attempt,
+                        retried: if attempt > 1 {
+                            format!(
+                                " Retried for {:.1} s; the budget is max_retry_seconds = {} and max_attempts = {} in srdp.toml.",
+                                started.elapsed().as_secs_f64(),
+                                policy.max_retry.as_secs(),
+                                policy.max_attempts
+                            )
+                        } else {
+                            String::new()
+                        },
                         message,
                         done: if done.is_empty() {
                             "none".into()
@@ -192,7 +211,6 @@ impl<'a> Lake<'a> {
                 }
             }
         }
-        unreachable!("max_attempts is at least 1 (validated in config)")
     }
 
     /// Flushes one dataset's inlined rows; returns the physical rows flushed.

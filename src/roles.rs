@@ -22,31 +22,90 @@ pub struct Statement {
 
 /// The database name of a libpq `key=value` string.
 pub fn database(conninfo: &str) -> Option<String> {
-    conninfo.split_whitespace().find_map(|pair| {
-        pair.strip_prefix("dbname=")
-            .map(|v| v.trim_matches('\'').to_string())
-    })
+    crate::libpq::parse(conninfo)
+        .ok()?
+        .get("dbname")
+        .map(str::to_string)
 }
 
 const ATTRIBUTES: &str = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS";
 
+/// PostgreSQL's longest identifier in bytes (NAMEDATALEN - 1); a longer name is truncated
+/// silently by the server, so two names could become one.
+const MAX_NAME_BYTES: usize = 63;
+
+/// Role names the server reserves (`CREATE ROLE public` is refused; the others are keywords
+/// that name the current role).
+const RESERVED_ROLES: [&str; 5] = [
+    "public",
+    "none",
+    "current_user",
+    "current_role",
+    "session_user",
+];
+
+/// A string literal for PostgreSQL: `'...'` with quotes doubled, or `E'...'` with backslashes
+/// doubled too when the text has one, so it reads the same whatever
+/// `standard_conforming_strings` is.
+fn pg_literal(raw: &str) -> String {
+    if raw.contains('\\') {
+        format!("E'{}'", raw.replace('\\', "\\\\").replace('\'', "''"))
+    } else {
+        Literal::new(raw).as_sql().to_string()
+    }
+}
+
+/// `DO $tag$ body $tag$` with a dollar-quote tag that does not occur in `body`, so no name in
+/// the body can end the block early.
+fn do_block(body: &str) -> String {
+    let mut tag = "$srdp$".to_string();
+    let mut n = 0;
+    while body.contains(&tag) {
+        n += 1;
+        tag = format!("$srdp{n}$");
+    }
+    format!("DO {tag} {body} {tag}")
+}
+
 fn create_role(role: &Ident) -> String {
-    format!(
-        "DO $srdp$ BEGIN CREATE ROLE {role} {ATTRIBUTES}; \
-         EXCEPTION WHEN duplicate_object THEN NULL; END $srdp$"
-    )
+    do_block(&format!(
+        "BEGIN CREATE ROLE {role} {ATTRIBUTES}; EXCEPTION WHEN duplicate_object THEN NULL; END;"
+    ))
 }
 
 /// `DO` block running `action` (a format() template with `%I.%I` for schema and table) for
 /// every `ducklake_*` table of the schema.
 fn for_each_ducklake_table(schema: &str, action: &str) -> String {
-    format!(
-        "DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables \
+    do_block(&format!(
+        "DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables \
          WHERE schemaname = {schema} AND tablename LIKE 'ducklake\\_%' LOOP \
-         EXECUTE format({action}, {schema}, t.tablename); END LOOP; END $srdp$",
-        schema = Literal::new(schema),
-        action = Literal::new(action),
-    )
+         EXECUTE format({action}, {schema}, t.tablename); END LOOP; END;",
+        schema = pg_literal(schema),
+        action = pg_literal(action),
+    ))
+}
+
+/// Refuses a name PostgreSQL would reject, truncate or treat as a system object.
+fn check_name(what: &str, name: &str, fix: &str) -> Result<()> {
+    let problem = if name.to_ascii_lowercase().starts_with("pg_") {
+        Some("starts with \"pg_\", a prefix PostgreSQL reserves for system roles and schemas")
+    } else if what != "metadata_schema"
+        && RESERVED_ROLES.contains(&name.to_ascii_lowercase().as_str())
+    {
+        Some("is a role name PostgreSQL reserves")
+    } else if name.len() > MAX_NAME_BYTES {
+        Some("is longer than PostgreSQL's 63-byte limit for names (it would be truncated)")
+    } else if name.contains('\0') {
+        Some("contains a NUL byte")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(SrdpError::InvalidArgument(format!(
+            "{what} '{name}' {problem}; {fix}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The role script for `def`, with the given role names.
@@ -66,6 +125,24 @@ pub fn postgres_roles(def: &CatalogDef, reader: &str, writer: &str) -> Result<Ve
             def.name
         ))
     })?;
+    check_name(
+        "reader_role",
+        reader,
+        "pass another name with reader_role := '...'",
+    )?;
+    check_name(
+        "writer_role",
+        writer,
+        "pass another name with writer_role := '...'",
+    )?;
+    check_name(
+        "metadata_schema",
+        &def.metadata_schema,
+        &format!(
+            "set another metadata_schema for catalog '{}' in srdp.toml",
+            def.name
+        ),
+    )?;
     if reader == writer {
         return Err(SrdpError::InvalidArgument(format!(
             "reader_role and writer_role must differ, both are '{reader}'"
@@ -131,8 +208,12 @@ mod tests {
 
     #[test]
     fn the_script_is_exact() {
-        let script =
-            postgres_roles(&def("postgres:dbname=cat host=h"), "pg_reader", "pg_writer").unwrap();
+        let script = postgres_roles(
+            &def("postgres:dbname=cat host=h"),
+            "lake_reader",
+            "lake_writer",
+        )
+        .unwrap();
         let text: Vec<String> = script
             .iter()
             .map(|s| format!("{}: {}", s.applies_to, s.sql))
@@ -140,17 +221,17 @@ mod tests {
         assert_eq!(
             text,
             [
-                "writer: DO $srdp$ BEGIN CREATE ROLE \"pg_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END $srdp$",
-                "writer: ALTER ROLE \"pg_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
-                "reader: DO $srdp$ BEGIN CREATE ROLE \"pg_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END $srdp$",
-                "reader: ALTER ROLE \"pg_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
-                "both: GRANT CONNECT ON DATABASE \"cat\" TO \"pg_writer\", \"pg_reader\"",
-                "writer: CREATE SCHEMA IF NOT EXISTS \"lake\" AUTHORIZATION \"pg_writer\"",
-                "writer: GRANT USAGE, CREATE ON SCHEMA \"lake\" TO \"pg_writer\"",
-                "writer: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('ALTER TABLE %I.%I OWNER TO \"pg_writer\"', 'lake', t.tablename); END LOOP; END $srdp$",
-                "reader: GRANT USAGE ON SCHEMA \"lake\" TO \"pg_reader\"",
-                "reader: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"pg_reader\"', 'lake', t.tablename); END LOOP; END $srdp$",
-                "reader: ALTER DEFAULT PRIVILEGES FOR ROLE \"pg_writer\" IN SCHEMA \"lake\" GRANT SELECT ON TABLES TO \"pg_reader\"",
+                "writer: DO $srdp$ BEGIN CREATE ROLE \"lake_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp$",
+                "writer: ALTER ROLE \"lake_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
+                "reader: DO $srdp$ BEGIN CREATE ROLE \"lake_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp$",
+                "reader: ALTER ROLE \"lake_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
+                "both: GRANT CONNECT ON DATABASE \"cat\" TO \"lake_writer\", \"lake_reader\"",
+                "writer: CREATE SCHEMA IF NOT EXISTS \"lake\" AUTHORIZATION \"lake_writer\"",
+                "writer: GRANT USAGE, CREATE ON SCHEMA \"lake\" TO \"lake_writer\"",
+                "writer: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('ALTER TABLE %I.%I OWNER TO \"lake_writer\"', 'lake', t.tablename); END LOOP; END; $srdp$",
+                "reader: GRANT USAGE ON SCHEMA \"lake\" TO \"lake_reader\"",
+                "reader: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"lake_reader\"', 'lake', t.tablename); END LOOP; END; $srdp$",
+                "reader: ALTER DEFAULT PRIVILEGES FOR ROLE \"lake_writer\" IN SCHEMA \"lake\" GRANT SELECT ON TABLES TO \"lake_reader\"",
             ]
         );
     }
@@ -163,6 +244,58 @@ mod tests {
         assert_eq!(
             postgres_roles(&def("postgres:host=h"), "r", "w").unwrap_err().to_string(),
             "catalog 'pg': the metadata connection names no dbname; add dbname=<database> to metadata in srdp.toml"
+        );
+    }
+
+    #[test]
+    fn a_name_cannot_end_the_do_block() {
+        let script = postgres_roles(
+            &def("postgres:dbname=cat"),
+            "r$srdp$; DROP TABLE x; --",
+            "w",
+        )
+        .unwrap();
+        assert_eq!(
+            script[2].sql,
+            "DO $srdp1$ BEGIN CREATE ROLE \"r$srdp$; DROP TABLE x; --\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp1$"
+        );
+        assert_eq!(
+            script[9].sql,
+            "DO $srdp1$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"r$srdp$; DROP TABLE x; --\"', 'lake', t.tablename); END LOOP; END; $srdp1$"
+        );
+        assert_eq!(
+            do_block("a $srdp$ $srdp1$ b"),
+            "DO $srdp2$ a $srdp$ $srdp1$ b $srdp2$"
+        );
+    }
+
+    #[test]
+    fn literals_read_the_same_under_any_string_setting() {
+        assert_eq!(pg_literal("it's"), "'it''s'");
+        assert_eq!(pg_literal("a\\'b"), "E'a\\\\''b'");
+    }
+
+    #[test]
+    fn reserved_and_truncated_names_are_refused() {
+        let d = def("postgres:dbname=cat");
+        assert_eq!(
+            postgres_roles(&d, "pg_reader", "w").unwrap_err().to_string(),
+            "reader_role 'pg_reader' starts with \"pg_\", a prefix PostgreSQL reserves for system roles and schemas; pass another name with reader_role := '...'"
+        );
+        assert_eq!(
+            postgres_roles(&d, "r", "PUBLIC").unwrap_err().to_string(),
+            "writer_role 'PUBLIC' is a role name PostgreSQL reserves; pass another name with writer_role := '...'"
+        );
+        let long = "r".repeat(64);
+        assert_eq!(
+            postgres_roles(&d, &long, "w").unwrap_err().to_string(),
+            format!("reader_role '{long}' is longer than PostgreSQL's 63-byte limit for names (it would be truncated); pass another name with reader_role := '...'")
+        );
+        let mut pg = d.clone();
+        pg.metadata_schema = "pg_lake".into();
+        assert_eq!(
+            postgres_roles(&pg, "r", "w").unwrap_err().to_string(),
+            "metadata_schema 'pg_lake' starts with \"pg_\", a prefix PostgreSQL reserves for system roles and schemas; set another metadata_schema for catalog 'pg' in srdp.toml"
         );
     }
 

@@ -430,42 +430,61 @@ pub fn catalog_url(backend: &Backend) -> String {
     }
 }
 
-/// `dbname=lake host=h port=5432 user=u sslmode=require` -> `postgres://u@h:5432/lake?sslmode=require`.
+/// `dbname=lake host=h port=5432 user=u sslmode=require` -> `postgres://u@h:5432/lake?sslmode=require`,
+/// read with libpq's own rules; every part is percent-encoded and a password (which the
+/// definition refuses anyway) is never carried over.
 pub fn postgres_url(conninfo: &str) -> String {
+    let parsed = crate::libpq::parse(conninfo).unwrap_or_default();
     let mut user = None;
     let mut host = None;
     let mut port = None;
     let mut dbname = None;
     let mut rest = Vec::new();
-    for pair in conninfo.split_whitespace() {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = v.trim_matches('\'').to_string();
-        match k {
+    for (k, v) in &parsed.pairs {
+        match k.as_str() {
             "user" => user = Some(v),
             "host" | "hostaddr" => host = Some(v),
             "port" => port = Some(v),
             "dbname" => dbname = Some(v),
-            "password" => {}
-            _ => rest.push(format!("{k}={v}")),
+            k if k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword") => {}
+            _ => rest.push(format!("{}={}", percent_encode(k), percent_encode(v))),
         }
     }
     let mut url = "postgres://".to_string();
     if let Some(u) = user {
-        url.push_str(&u);
+        url.push_str(&percent_encode(u));
         url.push('@');
     }
-    url.push_str(host.as_deref().unwrap_or("localhost"));
+    match host {
+        // An IPv6 address keeps its brackets; a socket directory or a name is encoded.
+        Some(h) if h.starts_with('[') => url.push_str(h),
+        Some(h) => url.push_str(&percent_encode(h)),
+        None => url.push_str("localhost"),
+    }
     if let Some(p) = port {
         url.push(':');
-        url.push_str(&p);
+        url.push_str(&percent_encode(p));
     }
     url.push('/');
-    url.push_str(dbname.as_deref().unwrap_or(""));
+    url.push_str(&dbname.map(|d| percent_encode(d)).unwrap_or_default());
     if !rest.is_empty() {
         url.push('?');
         url.push_str(&rest.join("&"));
     }
     url
+}
+
+/// RFC 3986 percent-encoding of everything but unreserved characters.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// dlt's storage URL for a data path: `file://` + the absolute path, or the object-store URL.

@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// Longest time a re-attach keeps trying before it reports the catalog detached.
+const REATTACH_BUDGET: Duration = Duration::from_secs(30);
+
 /// What an attach call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttachStatus {
@@ -282,16 +285,25 @@ impl Inner {
             .execute_batch(&spec.detach_sql())
             .map_err(|e| SrdpError::duckdb(format!("detaching '{}' failed", spec.alias), e))?;
         let started = Instant::now();
-        let mut last = String::new();
-        for attempt in 1..=spec.max_attempts {
-            match self.conn.execute_batch(&spec.sql) {
+        let mut jitter = crate::retry::Jitter::from_clock();
+        let mut attempt = 0;
+        let last = loop {
+            attempt += 1;
+            let message = match self.conn.execute_batch(&spec.sql) {
                 Ok(()) => return Ok(()),
-                Err(e) => last = crate::redact::redact(&e.to_string()),
+                Err(e) => crate::redact::redact(&e.to_string()),
+            };
+            // Bounded by the attempt cap and at most 30 s: a lake must not stay detached for
+            // the whole maintenance budget while someone holds a transaction open.
+            let budget = crate::retry::RetryPolicy {
+                max_retry: spec.retry.max_retry.min(REATTACH_BUDGET),
+                ..spec.retry
+            };
+            match budget.next_wait(attempt, started.elapsed(), jitter.draw()) {
+                Some(wait) => std::thread::sleep(wait),
+                None => break message,
             }
-            if attempt < spec.max_attempts {
-                std::thread::sleep(backoff(spec.retry_backoff_ms, attempt));
-            }
-        }
+        };
         Err(SrdpError::DuckDb {
             context: format!(
                 "catalog '{}' is now DETACHED from alias '{}': re-attaching failed {} times over {} ms. \
@@ -299,35 +311,11 @@ impl Inner {
                  back, then call srdp_attach_catalog('{}', refresh := true). Last error",
                 spec.catalog,
                 spec.alias,
-                spec.max_attempts,
+                attempt,
                 started.elapsed().as_millis(),
                 spec.catalog
             ),
             message: last,
         })
-    }
-}
-
-/// Wait before the attempt after `attempt`: `first_ms` doubled each time, capped at 2 s.
-pub fn backoff(first_ms: u64, attempt: u32) -> Duration {
-    let factor = 1u64 << (attempt.saturating_sub(1)).min(20);
-    Duration::from_millis(
-        first_ms
-            .saturating_mul(factor)
-            .min(crate::config::MAX_RETRY_WAIT_MS),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::backoff;
-    use std::time::Duration;
-
-    #[test]
-    fn backoff_doubles_and_caps() {
-        let waits: Vec<Duration> = (1..=7).map(|a| backoff(100, a)).collect();
-        let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
-        assert_eq!(ms, vec![100, 200, 400, 800, 1600, 2000, 2000]);
-        assert_eq!(backoff(0, 3), Duration::ZERO);
     }
 }

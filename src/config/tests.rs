@@ -29,7 +29,8 @@ fn minimal_catalog_gets_defaults_and_absolute_paths() {
     assert_eq!(lake.tunables, Tunables::default());
     assert_eq!(lake.tunables.data_inlining_row_limit, 1000);
     assert_eq!(lake.tunables.pressure_warning_rows, 100_000);
-    assert_eq!(lake.tunables.max_attempts, 8);
+    assert_eq!(lake.tunables.max_attempts, 1000);
+    assert_eq!(lake.tunables.max_retry_seconds, 300);
     assert_eq!(lake.tunables.retry_backoff_ms, 100);
     assert!(config.rules.single_writer.enabled && config.rules.raw_validated.enabled);
     assert_eq!(
@@ -99,6 +100,7 @@ pressure_warning_rows = 7
             data_inlining_row_limit: 10,
             pressure_warning_rows: 7,
             max_attempts: 5,
+            max_retry_seconds: 300,
             retry_backoff_ms: 100
         }
     );
@@ -136,7 +138,52 @@ fn unknown_catalog_lists_known_ones() {
 fn malformed_toml_names_the_line() {
     assert_eq!(
         message("[catalogs.lake]\nmetadata = \"x\"\ndata_path = \n"),
-        "/etc/srdp/srdp.toml:3: key 'catalogs.lake.data_path': string values must be quoted, expected literal string"
+        "/etc/srdp/srdp.toml:3: key 'catalogs.lake.data_path': column 13: string values must be quoted, expected literal string"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_toml_is_never_echoed() {
+    for (text, expected) in [
+        (
+            "db.internal:5432:*:lake_writer:Secret1\n",
+            "/etc/srdp/srdp.toml:1: column 39: key with no value",
+        ),
+        (
+            "password=Secret1\n",
+            "/etc/srdp/srdp.toml:1: key 'password': column 10: ",
+        ),
+        ("[Secret1 x\n", "/etc/srdp/srdp.toml:1: column "),
+        ("# x\n\"Secret1\n", "/etc/srdp/srdp.toml:2: column "),
+    ] {
+        let m = message(text);
+        assert!(m.starts_with(expected), "{m}");
+        assert!(!m.contains("Secret1"), "{m}");
+    }
+}
+
+#[test]
+fn a_password_in_any_libpq_form_is_refused() {
+    for conninfo in [
+        "dbname=x host=127.0.0.1 port=1 password\\t=Secret1",
+        "dbname=x host=127.0.0.1 port=1 password\\n=Secret1",
+        "dbname=x password = 'Sec ret1'",
+        "dbname=x sslpassword=Secret1",
+        "postgresql://u:Secret1@h/x",
+        "postgres://h/x?password=Secret1",
+    ] {
+        let m = message(&format!(
+            "[catalogs.pg]\nmetadata = \"postgres:{conninfo}\"\ndata_path = \"s3://b/\"\n"
+        ));
+        assert_eq!(
+            m,
+            "/etc/srdp/srdp.toml:2: key 'catalogs.pg.metadata': contains a password; secrets never live in srdp.toml: put the credentials in a DuckDB secret and name it in writer_secret / reader_secret",
+            "{conninfo}"
+        );
+    }
+    assert_eq!(
+        message("[catalogs.pg]\nmetadata = \"postgres:dbname=x Secret1\"\ndata_path = \"s3://b/\"\n"),
+        "/etc/srdp/srdp.toml:2: key 'catalogs.pg.metadata': is not a libpq connection string after \"postgres:\": a key at character 10 has no \"=\" after it (libpq expects key=value pairs separated by spaces)"
     );
 }
 
@@ -144,7 +191,7 @@ fn malformed_toml_names_the_line() {
 fn unknown_key_names_the_key_and_line() {
     assert_eq!(
         message("[catalogs.lake]\nmetadata = \"x\"\ndata_path = \"d\"\ndata_pth = \"d\"\n"),
-        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.data_pth': unknown field `data_pth`, expected one of `metadata`, `metadata_schema`, `data_path`, `project`, `writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, `retry_backoff_ms`, `schemas`, `projects`"
+        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.data_pth': unknown field `data_pth`, expected one of `metadata`, `metadata_schema`, `data_path`, `project`, `writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, `max_retry_seconds`, `retry_backoff_ms`, `schemas`, `projects`"
     );
     assert_eq!(
         message("[rules]\nno_deletes = false\n"),
@@ -172,7 +219,7 @@ fn missing_data_path_is_an_error() {
 fn out_of_range_values_are_errors_not_defaults() {
     assert_eq!(
         message("[catalogs.lake]\nmetadata = \"x\"\ndata_path = \"d\"\nmax_attempts = 0\n"),
-        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.max_attempts': must be between 1 and 100, got 0"
+        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.max_attempts': must be between 1 and 100000, got 0"
     );
     assert_eq!(
         message("[defaults]\ndata_inlining_row_limit = -1\n"),

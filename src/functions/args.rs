@@ -1,11 +1,13 @@
-//! Reading a function's arguments in bind, with srdp's rules: NULL and empty strings are errors
-//! that name the parameter, and the definition file is located and loaded once per call.
+//! Reading a function's arguments in bind, with srdp's rules: NULL, empty strings and text with
+//! a NUL byte are errors that name the parameter, and the definition file is located and loaded
+//! once per call.
 
 use crate::config::{self, Config, Sources};
 use crate::error::{Result, SrdpError};
+use crate::sql::Literal;
 use duckdb::ffi;
 use duckdb::vtab::{BindInfo, Value};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -42,7 +44,7 @@ impl<'a> Args<'a> {
                 self.function
             )));
         }
-        let text = value.to_string();
+        let text = text_of(&value, name)?;
         if text.trim().is_empty() {
             return Err(SrdpError::InvalidArgument(format!(
                 "{name} must not be empty; call {}('<{name}>')",
@@ -67,7 +69,7 @@ impl<'a> Args<'a> {
         match self.named(name)? {
             None => Ok(None),
             Some(v) => {
-                let text = v.to_string();
+                let text = text_of(&v, &format!("{name} :="))?;
                 if text.trim().is_empty() {
                     Err(SrdpError::InvalidArgument(format!(
                         "{name} := must not be empty; leave the parameter out to use its default"
@@ -98,11 +100,11 @@ impl<'a> Args<'a> {
                     "config := must not be NULL; pass the path of an srdp.toml or leave the parameter out".into(),
                 ))
             }
-            Some(v) => Some(v.to_string()),
+            Some(v) => Some(text_of(&v, "config :=")?),
         };
         Ok(Sources::from_process(
             parameter,
-            caller_setting(self.bind, CONFIG_SETTING),
+            caller_setting(self.bind, CONFIG_SETTING)?,
         ))
     }
 
@@ -122,6 +124,46 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The text of a VARCHAR argument, refusing a NUL byte anywhere in it.
+///
+/// duckdb-rs reads text through a C string, which ends at the first NUL: `'lake' || chr(0) ||
+/// 'zzz'` would silently become `lake`. DuckDB's SQL rendering of the value
+/// (`duckdb_value_to_string`, `'...'` with quotes doubled) is cut at the same NUL, so it matches
+/// the quoted C-string text exactly when the value has no NUL byte.
+fn text_of(value: &Value, parameter: &str) -> Result<String> {
+    let text = value.to_string();
+    if sql_rendering(value).is_some_and(|sql| sql != Literal::new(&text).as_sql()) {
+        return Err(SrdpError::InvalidArgument(format!(
+            "{parameter} contains a NUL byte (chr(0)); pass the text without it"
+        )));
+    }
+    Ok(text)
+}
+
+// `Value` in duckdb-rs =1.10505.0 is a struct with the single field `ptr: duckdb_value`; this
+// assertion fails the build if that layout ever changes.
+const _: () = assert!(std::mem::size_of::<Value>() == std::mem::size_of::<ffi::duckdb_value>());
+
+/// DuckDB's SQL rendering of a value, up to the first NUL byte.
+fn sql_rendering(value: &Value) -> Option<String> {
+    // SAFETY: `Value` is `#[repr(Rust)]` with exactly one field of type `duckdb_value` (checked
+    // by the size assertion above and pinned by the exact crate version); the pointer stays
+    // owned by `value`, which outlives this call.
+    let raw: ffi::duckdb_value = unsafe { *(value as *const Value).cast::<ffi::duckdb_value>() };
+    // SAFETY: `raw` is a live value; the returned string is malloc'ed by DuckDB and freed below.
+    let rendered = unsafe { ffi::duckdb_value_to_string(raw) };
+    if rendered.is_null() {
+        return None;
+    }
+    // SAFETY: `rendered` is a NUL-terminated string owned by us until `duckdb_free`.
+    let text = unsafe { CStr::from_ptr(rendered) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: allocated by DuckDB with malloc, freed exactly once.
+    unsafe { ffi::duckdb_free(rendered.cast()) };
+    Some(text)
+}
+
 // `BindInfo` in duckdb-rs =1.10505.0 is a struct with the single field `ptr: duckdb_bind_info`
 // and no public accessor. This assertion fails the build if that layout ever changes.
 const _: () =
@@ -129,8 +171,10 @@ const _: () =
 
 /// The caller's own value of a setting (session or global), read through the caller's client
 /// context during bind. The runner connection would only see global values.
-fn caller_setting(bind: &BindInfo, name: &str) -> Option<String> {
-    let name = CString::new(name).ok()?;
+fn caller_setting(bind: &BindInfo, setting: &str) -> Result<Option<String>> {
+    let Ok(name) = CString::new(setting) else {
+        return Ok(None);
+    };
     // SAFETY: `BindInfo` is `#[repr(Rust)]` with exactly one field of type `duckdb_bind_info`
     // (checked by the size assertion above and pinned by the exact crate version), so reading
     // the first pointer-sized word yields the raw bind info DuckDB passed to this bind call.
@@ -140,7 +184,7 @@ fn caller_setting(bind: &BindInfo, name: &str) -> Option<String> {
     // SAFETY: `raw` is valid for the duration of bind; the context is destroyed below.
     unsafe { ffi::duckdb_table_function_get_client_context(raw, &mut context) };
     if context.is_null() {
-        return None;
+        return Ok(None);
     }
     let mut scope: ffi::duckdb_config_option_scope = 0;
     // SAFETY: `context` is a live client context and `name` a NUL-terminated string.
@@ -149,8 +193,11 @@ fn caller_setting(bind: &BindInfo, name: &str) -> Option<String> {
     // SAFETY: `context` was created by the call above and is not used after this.
     unsafe { ffi::duckdb_destroy_client_context(&mut context) };
     if value.is_null() {
-        return None;
+        return Ok(None);
     }
     let value = Value::from(value); // owns and destroys the duckdb_value
-    (!value.is_null()).then(|| value.to_string())
+    if value.is_null() {
+        return Ok(None);
+    }
+    text_of(&value, &format!("the setting {setting}")).map(Some)
 }
