@@ -47,7 +47,8 @@ def connect(database: str = ":memory:", config: str | os.PathLike | None = None)
     path = extension_path()
     if not path.is_file():
         raise FileNotFoundError(f"srdp extension not found at {path}; run `make release` or set SRDP_EXTENSION")
-    con = duckdb.connect(database, config=duckdb_config())
+    settings: dict[str, str | bool | int | float | list[str]] = {**duckdb_config()}
+    con = duckdb.connect(database, config=settings)
     con.execute(f"LOAD '{_literal(str(path))}'")
     if config is not None:
         con.execute(f"SET srdp_config = '{_literal(os.path.abspath(config))}'")

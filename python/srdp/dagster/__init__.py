@@ -1,0 +1,103 @@
+"""Dagster side of srdp: nightly dataset maintenance and the hourly catalog-pressure monitor.
+
+Everything here calls srdp's SQL through :func:`srdp.connect`, so Dagster attaches and
+maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
+
+* :class:`SrdpResource` (``resource``) opens DuckDB with srdp loaded from a definition file and
+  attaches catalogs (as writer for maintenance).
+* Job ``srdp_dataset_maintenance`` (``maintenance``): datasets one at a time, in (catalog,
+  schema, table) order; for each: check pressure (``srdp_inlined_row_count``), ``srdp_flush``,
+  ``srdp_compact``. Every step commits on its own and srdp retries transaction conflicts itself,
+  so the job has no Dagster retry policy. Each dataset's result is one dynamic output with its
+  metadata and one log line. A failing dataset fails the run; the datasets before it stay
+  committed, and a rerun revisits every dataset harmlessly (maintenance re-plans from the
+  current snapshot).
+* Schedule ``srdp_dataset_maintenance_nightly``: ``0 2 * * *`` UTC, running by default.
+* Job ``srdp_catalog_pressure_monitor`` and schedule ``srdp_catalog_pressure_hourly``
+  (``pressure``; ``0 * * * *`` UTC, running by default): one Dagster warning and one published
+  ``DatasetCatalogPressure`` event per dataset over the threshold, on every check. Publishing
+  is fail-open: a publisher that raises is logged and never fails the run.
+* :func:`add_srdp_definitions` (``definitions``) adds all of it to an application's ``Definitions``.
+* :func:`srdp_dlt_assets` and :class:`SrdpDltTranslator` (``dlt_assets``): Dagster assets over
+  dagster-dlt that load through :mod:`srdp.ingest.dlt`; imported on first use, so a Dagster
+  application without dlt never imports it.
+
+>>> defs = add_srdp_definitions(my_defs, config_path="/etc/srdp/srdp.toml")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from srdp.dagster.definitions import add_srdp_definitions, srdp_definitions
+from srdp.dagster.maintenance import (
+    MAINTENANCE_JOB,
+    MAINTENANCE_SCHEDULE,
+    MaintenanceConfig,
+    maintain_dataset,
+    maintain_datasets,
+    maintenance_job,
+    nightly_schedule,
+)
+from srdp.dagster.pressure import (
+    MONITOR_JOB,
+    MONITOR_SCHEDULE,
+    PRESSURE_EVENT,
+    PUBLISHER_KEY,
+    LogPublisher,
+    PressureEvent,
+    PressureMonitorConfig,
+    PressurePublisher,
+    check_catalog_pressure,
+    hourly_schedule,
+    monitor_job,
+    pressure_events,
+    publish_events,
+)
+from srdp.dagster.resource import RESOURCE_KEY, SrdpResource
+
+if TYPE_CHECKING:
+    from srdp.dagster.dlt_assets import SrdpDltTranslator as SrdpDltTranslator
+    from srdp.dagster.dlt_assets import srdp_dlt_assets as srdp_dlt_assets
+
+__all__ = [
+    "MAINTENANCE_JOB",
+    "MAINTENANCE_SCHEDULE",
+    "MONITOR_JOB",
+    "MONITOR_SCHEDULE",
+    "PRESSURE_EVENT",
+    "PUBLISHER_KEY",
+    "RESOURCE_KEY",
+    "LogPublisher",
+    "MaintenanceConfig",
+    "PressureEvent",
+    "PressureMonitorConfig",
+    "PressurePublisher",
+    "SrdpResource",
+    "add_srdp_definitions",
+    "check_catalog_pressure",
+    "hourly_schedule",
+    "maintain_dataset",
+    "maintain_datasets",
+    "maintenance_job",
+    "monitor_job",
+    "nightly_schedule",
+    "pressure_events",
+    "publish_events",
+    "srdp_definitions",
+]
+
+#: Names that live in srdp.dagster.dlt_assets, imported (with dlt and dagster-dlt) on first use only.
+_DLT_NAMES = frozenset({"SrdpDltTranslator", "srdp_dlt_assets"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DLT_NAMES:
+        from srdp.dagster import dlt_assets
+
+        return getattr(dlt_assets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _DLT_NAMES)

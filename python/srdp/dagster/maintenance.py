@@ -1,0 +1,144 @@
+"""The nightly dataset maintenance: job ``srdp_dataset_maintenance`` and its schedule.
+
+Datasets one at a time, in (catalog, schema, table) order; for each: check pressure
+(``srdp_inlined_row_count``), ``srdp_flush``, ``srdp_compact`` (:func:`maintain_dataset`). Every
+step commits on its own and srdp retries transaction conflicts itself, so the job has no Dagster
+retry policy. Each dataset's result is one dynamic output with its metadata and one log line. A
+failing dataset fails the run; the datasets before it stay committed, and a rerun revisits every
+dataset harmlessly (maintenance re-plans from the current snapshot).
+"""
+
+# No `from __future__ import annotations`: Dagster reads the ops' config annotations as
+# objects and cannot resolve them from strings.
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+import srdp
+from srdp.dagster.resource import RESOURCE_KEY, SrdpResource
+
+__all__ = [
+    "MAINTENANCE_JOB",
+    "MAINTENANCE_SCHEDULE",
+    "MaintenanceConfig",
+    "maintain_dataset",
+    "maintain_datasets",
+    "maintenance_job",
+    "nightly_schedule",
+]
+
+MAINTENANCE_JOB = "srdp_dataset_maintenance"
+MAINTENANCE_SCHEDULE = "srdp_dataset_maintenance_nightly"
+
+
+class MaintenanceConfig(dg.Config):
+    """Run config of ``srdp_dataset_maintenance``; empty = every dataset of every catalog."""
+
+    catalogs: list[str] = []
+    namespace: str | None = None  # schema
+    name: str | None = None  # table
+    dry_run: bool = False
+
+
+def maintain_dataset(
+    con: duckdb.DuckDBPyConnection, catalog: str, dataset: Mapping[str, Any], dry_run: bool = False
+) -> dict[str, Any]:
+    """``srdp_flush`` then ``srdp_compact`` of one dataset (a row of ``srdp_inlined_row_count``);
+    the op's output for it. srdp's errors surface as ``duckdb.Error``."""
+    schema, table = dataset["schema_name"], dataset["table_name"]
+    (flush,) = srdp.call(con, "srdp_flush", catalog, schema_name=schema, table_name=table, dry_run=dry_run)
+    (compact,) = srdp.call(con, "srdp_compact", catalog, schema_name=schema, table_name=table, dry_run=dry_run)
+    return {
+        "catalog": catalog,
+        "schema_name": schema,
+        "table_name": table,
+        "inlined_rows_before": int(dataset["inlined_rows"]),
+        "rows_flushed": int(flush["rows_flushed"]) + int(compact["rows_flushed"] or 0),
+        "files_before": compact["files_before"],
+        "files_after": compact["files_after"],
+        "files_processed": compact["files_processed"],
+        "files_created": compact["files_created"],
+        "flush_attempts": int(flush["attempts"]),
+        "attempts": int(compact["attempts"]),
+        "status": compact["status"],
+    }
+
+
+@dg.op(
+    name="srdp_maintain_datasets",
+    out=dg.DynamicOut(dict),
+    required_resource_keys={RESOURCE_KEY},
+    description="Per dataset, one at a time: pressure check, srdp_flush, srdp_compact.",
+    tags={"kind": "srdp"},
+)
+def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig) -> Iterator[dg.DynamicOutput]:
+    resource: SrdpResource = getattr(context.resources, RESOURCE_KEY)
+    con = resource.connect(config.catalogs or None, role="writer")
+    done: list[str] = []
+    try:
+        for catalog in config.catalogs or resource.catalogs(con):
+            datasets = srdp.call(
+                con, "srdp_inlined_row_count", catalog, schema_name=config.namespace, table_name=config.name
+            )
+            for dataset in datasets:
+                qualified = f"{catalog}.{dataset['schema_name']}.{dataset['table_name']}"
+                try:
+                    result = maintain_dataset(con, catalog, dataset, dry_run=config.dry_run)
+                except duckdb.Error as e:
+                    raise _failure(qualified, e, done) from e
+                context.log.info(_summary(qualified, result))
+                done.append(qualified)
+                yield dg.DynamicOutput(
+                    result,
+                    mapping_key=_mapping_key(catalog, dataset["schema_name"], dataset["table_name"]),
+                    metadata={k: v for k, v in result.items() if v is not None},
+                )
+    finally:
+        con.close()
+
+
+@dg.job(
+    name=MAINTENANCE_JOB,
+    description="srdp dataset maintenance: flush and compact every selected dataset, one at a time.",
+    tags={"srdp": "maintenance"},
+)
+def maintenance_job() -> None:
+    maintain_datasets()
+
+
+nightly_schedule = dg.ScheduleDefinition(
+    name=MAINTENANCE_SCHEDULE,
+    job=maintenance_job,
+    cron_schedule="0 2 * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="srdp dataset maintenance every night at 02:00 UTC.",
+)
+
+
+def _failure(qualified: str, error: duckdb.Error, done: Sequence[str]) -> dg.Failure:
+    return dg.Failure(
+        description=(
+            f"srdp maintenance failed at dataset {qualified}: {error}. "
+            f"Datasets committed before it: {', '.join(done) or 'none'}. "
+            "A rerun revisits the committed datasets harmlessly."
+        ),
+        metadata={"dataset": qualified, "datasets_done": len(done)},
+    )
+
+
+def _summary(qualified: str, result: Mapping[str, Any]) -> str:
+    return (
+        f"srdp: {qualified}: {result['status']}; {result['inlined_rows_before']} inlined rows, "
+        f"{result['rows_flushed']} flushed, files {result['files_before']} -> {result['files_after']}, "
+        f"attempts flush {result['flush_attempts']} / compact {result['attempts']}"
+    )
+
+
+def _mapping_key(*parts: str) -> str:
+    key = "__".join(re.sub(r"[^A-Za-z0-9_]", "_", p) for p in parts)
+    return key or "_"

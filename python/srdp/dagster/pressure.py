@@ -1,0 +1,165 @@
+"""The hourly catalog-pressure monitor: job ``srdp_catalog_pressure_monitor``, its schedule, and
+where its events go.
+
+On every check: one Dagster warning and one published ``DatasetCatalogPressure`` event per
+dataset over the threshold (``srdp_catalog_pressure`` decides which). Publishing is fail-open
+(:func:`publish_events`): a publisher that raises is logged and never fails the run.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the ops' config annotations as
+# objects and cannot resolve them from strings.
+
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import dagster as dg
+import duckdb
+
+import srdp
+from srdp.dagster.maintenance import MAINTENANCE_JOB
+from srdp.dagster.resource import RESOURCE_KEY, SrdpResource
+
+__all__ = [
+    "MONITOR_JOB",
+    "MONITOR_SCHEDULE",
+    "PRESSURE_EVENT",
+    "PUBLISHER_KEY",
+    "LogPublisher",
+    "PressureEvent",
+    "PressureMonitorConfig",
+    "PressurePublisher",
+    "check_catalog_pressure",
+    "hourly_schedule",
+    "monitor_job",
+    "pressure_events",
+    "publish_events",
+]
+
+MONITOR_JOB = "srdp_catalog_pressure_monitor"
+MONITOR_SCHEDULE = "srdp_catalog_pressure_hourly"
+PRESSURE_EVENT = "DatasetCatalogPressure"
+
+#: The resource key of the publisher the monitor requires.
+PUBLISHER_KEY = "srdp_pressure_publisher"
+
+
+@dataclasses.dataclass(frozen=True)
+class PressureEvent:
+    """One ``DatasetCatalogPressure`` row of ``srdp_catalog_pressure``."""
+
+    event: str
+    catalog: str
+    schema_name: str
+    table_name: str
+    inlined_rows: int
+    threshold: int
+    checked_at: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "PressureEvent":
+        """The event of one ``srdp_catalog_pressure`` row."""
+        return cls(
+            event=row["event"],
+            catalog=row["catalog"],
+            schema_name=row["schema_name"],
+            table_name=row["table_name"],
+            inlined_rows=int(row["inlined_rows"]),
+            threshold=int(row["threshold"]),
+            checked_at=row["checked_at"].isoformat(),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class PressurePublisher(Protocol):
+    """Where pressure events go (a message bus, an alerting hook, ...)."""
+
+    def publish(self, event: PressureEvent) -> None: ...
+
+
+class LogPublisher:
+    """The default publisher: one JSON line per event on the ``srdp.pressure`` logger."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self.logger = logger or logging.getLogger("srdp.pressure")
+
+    def publish(self, event: PressureEvent) -> None:
+        self.logger.warning(json.dumps(event.as_dict(), sort_keys=True))
+
+
+class PressureMonitorConfig(dg.Config):
+    """Run config of the monitor; ``threshold`` defaults to each catalog's pressure_warning_rows."""
+
+    catalogs: list[str] = []
+    threshold: int | None = None
+
+
+def pressure_events(
+    con: duckdb.DuckDBPyConnection, catalogs: Sequence[str], threshold: int | None = None
+) -> list[PressureEvent]:
+    """The events ``srdp_catalog_pressure`` reports for ``catalogs``, in order."""
+    return [
+        PressureEvent.from_row(row)
+        for catalog in catalogs
+        for row in srdp.call(con, "srdp_catalog_pressure", catalog, threshold=threshold)
+    ]
+
+
+def publish_events(events: Sequence[PressureEvent], publisher: PressurePublisher, log: logging.Logger | Any) -> int:
+    """Warns on ``log`` and publishes each event; returns how many publications failed (each is
+    logged as an error and otherwise ignored: publishing is advisory)."""
+    failures = 0
+    for event in events:
+        dataset = f"{event.catalog}.{event.schema_name}.{event.table_name}"
+        log.warning(
+            f"{event.event}: {dataset} has {event.inlined_rows} inlined rows (threshold {event.threshold}); "
+            f"run srdp_flush or the {MAINTENANCE_JOB} job"
+        )
+        try:
+            publisher.publish(event)
+        except Exception as e:  # fail-open: publishing is advisory
+            failures += 1
+            log.error(f"publishing {event.event} for {dataset} failed (ignored): {e!r}")
+    return failures
+
+
+@dg.op(
+    name="srdp_check_catalog_pressure",
+    required_resource_keys={RESOURCE_KEY, PUBLISHER_KEY},
+    description="Warns and publishes one DatasetCatalogPressure event per dataset over the threshold.",
+    tags={"kind": "srdp"},
+)
+def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonitorConfig) -> int:
+    resource: SrdpResource = getattr(context.resources, RESOURCE_KEY)
+    publisher: PressurePublisher = getattr(context.resources, PUBLISHER_KEY)
+    con = resource.connect(config.catalogs or None, role="reader")
+    try:
+        events = pressure_events(con, config.catalogs or resource.catalogs(con), config.threshold)
+    finally:
+        con.close()
+    failures = publish_events(events, publisher, context.log)
+    context.add_output_metadata({"events": len(events), "publish_failures": failures})
+    return len(events)
+
+
+@dg.job(
+    name=MONITOR_JOB,
+    description="srdp catalog pressure: warn about datasets with too many inlined rows.",
+    tags={"srdp": "monitor"},
+)
+def monitor_job() -> None:
+    check_catalog_pressure()
+
+
+hourly_schedule = dg.ScheduleDefinition(
+    name=MONITOR_SCHEDULE,
+    job=monitor_job,
+    cron_schedule="0 * * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="srdp catalog pressure check every hour at minute 0.",
+)

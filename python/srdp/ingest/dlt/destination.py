@@ -1,0 +1,289 @@
+"""Where and how dlt loads a dataset: srdp's answer (``srdp_dlt_destination``), and the entry points.
+
+* :class:`DestinationOptions`: what a caller asks for (catalog, layer or schema, project,
+  writer) and the credentials only dlt gets; :func:`destination` and :func:`pipeline` take them.
+* :class:`DltDestination`: one row of ``srdp_dlt_destination`` plus those options; its methods
+  hand each concern to its module (:mod:`.credentials`, :mod:`.rules`, :mod:`.guard`,
+  :mod:`.redact`, :mod:`.load`).
+* :func:`destination`, :func:`pipeline`, :func:`run`: the helper's entry points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dlt
+import duckdb
+from dlt.common.destination import Destination
+from dlt.common.pipeline import LoadInfo
+from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
+from dlt.extract import DltResource
+from dlt.pipeline.pipeline import Pipeline
+
+import srdp
+from srdp.ingest.dlt import guard, redact, rules
+from srdp.ingest.dlt.credentials import Password, ducklake_credentials
+from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltLoadError
+from srdp.ingest.dlt.load import LOGGER, prepare_load
+
+__all__ = ["DestinationOptions", "DltDestination", "destination", "pipeline", "run"]
+
+
+@dataclass(frozen=True)
+class DestinationOptions:
+    """The keyword arguments of :func:`destination` (and of :func:`pipeline`), typed once."""
+
+    config: str | os.PathLike[str] | None = None
+    """The srdp.toml path; ``None``: srdp finds the file itself (``SRDP_CONFIG``, ``./srdp.toml``)."""
+    layer: str | None = None
+    """The layer loaded (default ``raw``, unless ``schema_name`` names the schema)."""
+    schema_name: str | None = None
+    project: str | None = None
+    """A tenant project, whose datasets are ``<project>_<layer>``."""
+    writer: str = "dlt"
+    catalog_user: str | None = None
+    """PostgreSQL catalogs: the user dlt connects as (default: the ``user`` of the libpq string)."""
+    catalog_password: Password | None = None
+    """PostgreSQL catalogs: the writer role's password, shown as ``'***'``."""
+    storage_credentials: Any = field(default=None, repr=False)
+    """Object-store data paths: dlt's credentials for the storage; ``None``: dlt resolves its own."""
+
+    def srdp_arguments(self) -> dict[str, str | None]:
+        """The named arguments of ``srdp_dlt_destination`` (``None`` = srdp's default)."""
+        return {"layer": self.layer, "schema_name": self.schema_name, "project": self.project, "writer": self.writer}
+
+
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(DestinationOptions))
+
+
+@dataclass(frozen=True)
+class DltDestination:
+    """Where and how dlt loads one dataset of one catalog: one row of ``srdp_dlt_destination``.
+
+    Build it with :func:`destination`. ``write_disposition`` and ``schema_contract`` are what the
+    rules impose (``None`` = not constrained, because the rule is relaxed or the layer is not raw);
+    ``warnings`` has one text per relaxed rule, logged on every load.
+    """
+
+    catalog: str
+    attach_name: str
+    catalog_url: str
+    metadata_schema: str | None
+    storage_url: str
+    dataset_name: str
+    layer: str
+    writer: str
+    owner: str | None
+    write_disposition: str | None
+    schema_contract: Mapping[str, str] | None
+    data_inlining_row_limit: int
+    warnings: tuple[str, ...]
+    config_path: str
+    """The srdp.toml every decision came from (absolute)."""
+    options: DestinationOptions = field(default_factory=DestinationOptions, compare=False)
+    """What :func:`destination` was asked, so :meth:`refresh` can ask again; credentials included."""
+
+    @property
+    def catalog_user(self) -> str | None:
+        """PostgreSQL catalogs: the user dlt connects as (default: the ``user`` of the libpq string in
+        srdp.toml, which usually names none because the DuckDB secrets hold it)."""
+        return self.options.catalog_user
+
+    @property
+    def catalog_password(self) -> Password | None:
+        """PostgreSQL catalogs: the writer role's password (shown as ``'***'``), only ever handed to
+        dlt's in-memory credentials."""
+        return self.options.catalog_password
+
+    @property
+    def storage_credentials(self) -> Any:
+        """Object-store data paths: dlt's credentials for the storage (``AwsCredentials(...)``);
+        ``None`` lets dlt resolve them from its own configuration."""
+        return self.options.storage_credentials
+
+    @property
+    def is_postgres(self) -> bool:
+        """The catalog keeps its metadata in PostgreSQL (dlt then needs a user and a password)."""
+        return self.catalog_url.startswith(("postgres:", "postgresql:"))
+
+    # -- srdp -------------------------------------------------------------------------------
+
+    def refresh(self) -> DltDestination:
+        """Asks srdp again: reads srdp.toml now, checks the writer again (done before every load).
+        The credentials given to :func:`destination` are kept."""
+        return _ask(self.catalog, self.options, config=self.config_path)
+
+    def table_name(self, table: str) -> str:
+        """The physical table, ``<catalog>.<schema>.<table>``, from ``srdp_table_name``."""
+        return self.table_names([table])[table]
+
+    def table_names(self, tables: Iterable[str]) -> dict[str, str]:
+        """The physical table of each of ``tables`` (one connection for all)."""
+        with srdp.connect(config=self.config_path) as con:
+            rows = {t: _one(con, "srdp_table_name", self.catalog, self.dataset_name, t) for t in tables}
+        return {t: str(row["qualified_name"]) for t, row in rows.items()}
+
+    def prepare(self) -> None:
+        """Creates the lake, its folders and data path when missing (``srdp_attach_catalog`` as
+        writer), then lets go of it so dlt's own DuckDB can attach it.
+
+        dlt does not create a SQLite catalog's folder. Server catalogs (PostgreSQL) are left alone:
+        srdp's writer credential is a DuckDB secret this helper does not hold, and dlt's own
+        ``ATTACH`` (with ``METADATA_SCHEMA`` from srdp.toml) creates the lake when it is missing.
+        """
+        if not self.catalog_url.startswith(("sqlite:", "duckdb:")):
+            return
+        with srdp.connect(config=self.config_path) as con:
+            row = _one(con, "srdp_attach_catalog", self.catalog, role="writer")
+            con.execute(f"DETACH {_identifier(str(row['alias']))}")
+
+    # -- dlt --------------------------------------------------------------------------------
+
+    def credentials(self) -> DuckLakeCredentials:
+        """dlt's DuckLake credentials (:func:`.credentials.ducklake_credentials`); without a needed
+        password this raises :class:`SrdpDltError` (so :meth:`pipeline` does, before dlt runs)."""
+        return ducklake_credentials(self)
+
+    def dlt_destination(self) -> Destination:
+        """dlt's ``ducklake`` destination for this catalog."""
+        return dlt.destinations.ducklake(credentials=self.credentials())
+
+    def pipeline(self, pipeline_name: str, **kwargs: Any) -> Pipeline:
+        """A dlt pipeline that loads into this dataset; ``kwargs`` go to ``dlt.pipeline``
+        (``pipelines_dir``, ``progress``, ...), but never ``destination`` or ``dataset_name``."""
+        rules.refuse_overrides(kwargs, "pipeline()")
+        built = dlt.pipeline(
+            pipeline_name=pipeline_name,
+            destination=self.dlt_destination(),
+            dataset_name=self.dataset_name,
+            **kwargs,
+        )
+        _DESTINATIONS[built] = self
+        return built
+
+    def load_arguments(self, resources: Iterable[DltResource] = (), **kwargs: Any) -> dict[str, Any]:
+        """The keyword arguments of ``pipeline.run`` under the rules (:func:`.rules.load_arguments`)."""
+        return rules.load_arguments(self, resources, kwargs)
+
+    def check_pipeline(self, pipeline: Pipeline) -> None:
+        """Refuses a pipeline that does not load into this dataset (:func:`.guard.check_pipeline`)."""
+        guard.check_pipeline(self, pipeline)
+
+    def log_warnings(self, log: logging.Logger | Any = LOGGER) -> None:
+        """Logs one warning per relaxed rule (``log.warning``); called on every load."""
+        for warning in self.warnings:
+            log.warning(warning)
+
+    def run(self, pipeline: Pipeline, data: Any, **kwargs: Any) -> LoadInfo:
+        """Loads ``data`` with ``pipeline`` after asking srdp again (:func:`.load.prepare_load`).
+        A failure whose text holds a secret given to the helper is :class:`SrdpDltLoadError`, redacted."""
+        return prepare_load(self, pipeline, rules.resources_of(data), kwargs).run(data)
+
+    def secret_free_failure(self, pipeline: Pipeline, error: BaseException) -> SrdpDltLoadError | None:
+        """:func:`.redact.secret_free_failure` for the secrets given to this destination."""
+        return redact.secret_free_failure(self, pipeline, error)
+
+
+# Pipelines built by DltDestination.pipeline, so run(pipeline, data) finds their destination.
+_DESTINATIONS: weakref.WeakKeyDictionary[Pipeline, DltDestination] = weakref.WeakKeyDictionary()
+
+
+def destination(
+    catalog: str,
+    *,
+    config: str | os.PathLike[str] | None = None,
+    layer: str | None = None,
+    schema_name: str | None = None,
+    project: str | None = None,
+    writer: str = "dlt",
+    catalog_user: str | None = None,
+    catalog_password: str | None = None,
+    storage_credentials: Any = None,
+) -> DltDestination:
+    """Asks srdp where ``writer`` loads ``layer`` (or ``schema_name``) of ``catalog``, and whether it
+    may: ``srdp_dlt_destination``, which checks the writer as ``srdp_check_writer`` does.
+
+    ``layer`` defaults to ``raw`` unless ``schema_name`` names the schema (its layer is then the
+    schema's own). ``config`` is the srdp.toml path; without it srdp finds the file itself
+    (``SRDP_CONFIG``, then ``./srdp.toml``). ``project`` selects a tenant project's datasets
+    (``<project>_raw``). Unknown names and a writer that does not own the schema are
+    ``duckdb.Error``s from srdp.
+
+    PostgreSQL catalogs: dlt connects to PostgreSQL itself, so it needs the writer role's
+    ``catalog_password`` (srdp.toml never holds one) and, when the libpq string in srdp.toml names
+    no user, ``catalog_user``; both live only in this object (the password shows as ``'***'``) and
+    in dlt's in-memory credentials. ``storage_credentials`` are dlt's credentials for an
+    object-store data path (``dlt.common.configuration.specs.AwsCredentials(aws_access_key_id=...,
+    aws_secret_access_key=..., region_name=..., endpoint_url=...)``); without them dlt resolves
+    its own. SQLite and DuckDB-file catalogs ignore ``catalog_user`` and ``catalog_password``.
+    """
+    options = DestinationOptions(
+        config=config, layer=layer, schema_name=schema_name, project=project, writer=writer,
+        catalog_user=catalog_user,
+        catalog_password=None if catalog_password is None else Password(catalog_password),
+        storage_credentials=storage_credentials,
+    )
+    return _ask(catalog, options, config=config)
+
+
+def pipeline(pipeline_name: str, catalog: str, **kwargs: Any) -> Pipeline:
+    """``destination(catalog, ...).pipeline(pipeline_name, ...)`` in one call: the keyword
+    arguments named like :class:`DestinationOptions`'s fields go to :func:`destination`, the
+    others to ``dlt.pipeline``."""
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}
+    return destination(catalog, **options).pipeline(pipeline_name, **kwargs)
+
+
+def run(pipeline: Pipeline, data: Any, *, destination: DltDestination | None = None, **kwargs: Any) -> LoadInfo:
+    """:meth:`DltDestination.run` for a pipeline built by :func:`pipeline` (or pass ``destination``)."""
+    target = destination or _DESTINATIONS.get(pipeline)
+    if target is None:
+        raise SrdpDltError(
+            f"srdp.ingest.dlt: pipeline {pipeline.pipeline_name!r} was not built by srdp.ingest.dlt; "
+            "build it with srdp.ingest.dlt.pipeline(...) or pass destination="
+        )
+    return target.run(pipeline, data, **kwargs)
+
+
+def _ask(catalog: str, options: DestinationOptions, config: str | os.PathLike[str] | None) -> DltDestination:
+    """One call of ``srdp_dlt_destination`` (which checks the writer itself, srdp_check_writer's
+    rules, and lists that check's warning among the load's warnings) as a :class:`DltDestination`."""
+    with srdp.connect(config=config) as con:
+        row = _one(con, "srdp_dlt_destination", catalog, **options.srdp_arguments())
+        config_path = str(srdp.call(con, "srdp_version")[0]["config_path"])
+    return DltDestination(
+        catalog=row["catalog"],
+        attach_name=row["attach_name"],
+        catalog_url=row["catalog_url"],
+        metadata_schema=row["metadata_schema"],
+        storage_url=row["storage_url"],
+        dataset_name=row["dataset_name"],
+        layer=row["layer"],
+        writer=row["writer"],
+        owner=row["owner"],
+        write_disposition=row["write_disposition"],
+        schema_contract=json.loads(row["schema_contract"]) if row["schema_contract"] else None,
+        data_inlining_row_limit=int(row["data_inlining_row_limit"]),
+        warnings=tuple(row["warnings"] or []),
+        config_path=config_path,
+        options=options,
+    )
+
+
+def _one(con: duckdb.DuckDBPyConnection, function: str, *args: Any, **named: Any) -> dict[str, Any]:
+    """The single row of an srdp table function as a dict; ``None`` named arguments are left out."""
+    rows = srdp.call(con, function, *args, **named)
+    if not rows:
+        raise SrdpDltError(f"srdp.ingest.dlt: {function} returned no row")
+    return rows[0]
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,76 @@
+"""The load sequence, written once for every load path (:meth:`DltDestination.run` and the
+Dagster assets of :mod:`srdp.dagster.dlt_assets`).
+
+:func:`prepare_load` asks srdp again and applies everything srdp.toml says before dlt runs;
+:class:`PreparedLoad` then runs dlt and turns a failure whose text holds a secret into
+:class:`SrdpDltLoadError`, redacted, without dlt's exception attached.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dlt.common.pipeline import LoadInfo
+from dlt.extract import DltResource
+from dlt.pipeline.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from srdp.ingest.dlt.destination import DltDestination
+
+__all__ = ["LOGGER", "PreparedLoad", "prepare_load"]
+
+#: Where relaxed rules are logged outside Dagster (one warning per rule on every load).
+LOGGER = logging.getLogger("srdp.ingest.dlt")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PreparedLoad:
+    """A load srdp allows now: ``destination`` as srdp describes it at this moment, the pipeline,
+    and the keyword arguments of the dlt call under the rules."""
+
+    destination: DltDestination
+    pipeline: Pipeline
+    arguments: dict[str, Any]
+
+    def run(self, data: Any) -> LoadInfo:
+        """``pipeline.run(data, **arguments)``, with failures redacted as :meth:`stream` does."""
+        (info,) = self.stream(lambda: [self.pipeline.run(data, **self.arguments)])
+        return info
+
+    def stream(self, events: Callable[[], Iterable[T]]) -> Iterator[T]:
+        """Yields what ``events()`` yields; a failure whose text holds a secret given to the
+        helper is raised as :class:`SrdpDltLoadError` instead, with dlt's text redacted."""
+        failure = None
+        try:
+            yield from events()
+        except Exception as error:
+            failure = self.destination.secret_free_failure(self.pipeline, error)
+            if failure is None:
+                raise
+        # Raised outside the except block, so dlt's exception (and its secret) is not attached.
+        if failure is not None:
+            raise failure
+
+
+def prepare_load(
+    target: DltDestination,
+    pipeline: Pipeline,
+    resources: Iterable[DltResource],
+    arguments: Mapping[str, Any],
+    log: logging.Logger | Any = LOGGER,
+) -> PreparedLoad:
+    """Everything before dlt runs, in order: read srdp.toml and check the writer again (srdp
+    errors surface as ``duckdb.Error``), check the pipeline's destination, apply the rules to
+    ``resources`` and ``arguments`` (refusals change nothing in the lake), log one warning per
+    relaxed rule on ``log``, create the lake if missing."""
+    current = target.refresh()
+    current.check_pipeline(pipeline)
+    allowed = current.load_arguments(resources, **arguments)
+    current.log_warnings(log)
+    current.prepare()
+    return PreparedLoad(current, pipeline, allowed)

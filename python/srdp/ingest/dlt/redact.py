@@ -1,0 +1,110 @@
+"""Secret redaction: a failed load never shows the secrets given to the helper.
+
+When dlt's error holds the catalog password or a storage secret (in any form dlt or libpq may
+print it), :func:`secret_free_failure` redacts what dlt keeps of the run (its trace, in memory
+and in ``trace.pickle``, and failed jobs' ``*.exception`` files) and returns the error text with
+each secret replaced by ``***``, as :class:`SrdpDltLoadError`.
+"""
+
+from __future__ import annotations
+
+import pickle
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
+
+from dlt.common.configuration.specs.base_configuration import is_secret_hint
+from dlt.pipeline.pipeline import Pipeline
+from dlt.pipeline.trace import TRACE_FILE_NAME, save_trace
+
+from srdp.ingest.dlt.errors import SrdpDltLoadError
+
+if TYPE_CHECKING:
+    from srdp.ingest.dlt.destination import DltDestination
+
+__all__ = ["secret_free_failure", "secret_texts"]
+
+
+def secret_free_failure(target: DltDestination, pipeline: Pipeline, error: BaseException) -> SrdpDltLoadError | None:
+    """``None`` when ``error`` (with its causes) holds none of the secrets given for ``target``;
+    otherwise :class:`SrdpDltLoadError` with dlt's text redacted, after redacting dlt's trace
+    of the run (``trace.pickle``) and failed-job messages in the pipeline's working folder."""
+    secrets = secret_texts(target)
+    text = "".join(traceback.format_exception(error))
+    if not any(secret in text for secret in secrets):
+        return None
+    _redact_pipeline_files(pipeline, secrets)
+    dlt_text = _redact(str(error), secrets)
+    hint = ""
+    if "password authentication failed" in dlt_text:
+        hint = (
+            f" PostgreSQL refused the credentials: check catalog_user and catalog_password "
+            f"(the writer role's) given to srdp.ingest.dlt.destination({target.catalog!r}, ...)."
+        )
+    return SrdpDltLoadError(
+        f"srdp.ingest.dlt: dlt failed to load into {target.catalog}.{target.dataset_name} "
+        f"(catalog {target.catalog_url}, metadata schema {target.metadata_schema or 'main'}); "
+        f"secrets in dlt's error are shown as ***.{hint} dlt's error: {dlt_text}"
+    )
+
+
+def secret_texts(target: DltDestination) -> list[str]:
+    """The secrets given for ``target`` in every form dlt or libpq may print, longest first."""
+    texts: set[str] = set()
+    if target.catalog_password is not None:
+        password = target.catalog_password.reveal()
+        texts |= {password, quote(password, safe=" +"), quote(password, safe=""), quote_plus(password)}
+    creds = target.storage_credentials
+    if creds is not None and hasattr(creds, "get_resolvable_fields"):
+        for name, hint in creds.get_resolvable_fields().items():
+            value = getattr(creds, name, None)
+            if is_secret_hint(hint) and isinstance(value, str):
+                texts.add(value)
+    return sorted((t for t in texts if t), key=len, reverse=True)
+
+
+def _redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:  # longest first, so a form containing another is replaced whole
+        text = text.replace(secret, "***")
+    return text
+
+
+def _redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` (dlt's trace: named tuples, lists, dicts, strings) with every secret redacted."""
+    if isinstance(value, str):
+        return _redact(value, secrets)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        named: Any = value
+        return named._replace(**{f: _redacted(getattr(named, f), secrets) for f in named._fields})
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redacted(v, secrets) for v in value)
+    if isinstance(value, dict):
+        return {k: _redacted(v, secrets) for k, v in value.items()}
+    return value
+
+
+def _redact_pipeline_files(pipeline: Pipeline, secrets: Sequence[str]) -> None:
+    """Redacts what dlt keeps of a failed run: its trace (in memory and ``trace.pickle``) and the
+    ``*.exception`` files of failed jobs in the pipeline's working folder."""
+    trace = pipeline.last_trace
+    if trace is not None:
+        clean = _redacted(trace, secrets)
+        try:
+            dumped = pickle.dumps(clean)
+        except Exception:  # dlt could not have saved it either
+            dumped = b""
+        if any(s.encode() in dumped for s in secrets):
+            clean = None  # a part this walk does not know: drop the trace rather than keep the secret
+        # dlt has no public way to replace the trace it holds; last_trace reads _last_trace first.
+        pipeline._last_trace = clean
+        trace_file = Path(pipeline.working_dir, TRACE_FILE_NAME)
+        if clean is None:
+            trace_file.unlink(missing_ok=True)
+        else:
+            save_trace(pipeline.working_dir, clean)
+    for path in Path(pipeline.working_dir).rglob("*.exception"):
+        text = path.read_text(errors="replace")
+        if any(s in text for s in secrets):
+            path.write_text(_redact(text, secrets))
