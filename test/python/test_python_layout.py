@@ -1,0 +1,162 @@
+"""The Python package's layout: a dlt-only import never pulls Dagster (nor a Dagster-only import
+dlt), and the public names of ``srdp.ingest.dlt`` and ``srdp.dagster`` survive the split into
+packages.
+
+Imports are checked in fresh processes of the venv's Python, since this test process has
+imported everything already.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import REPO
+
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+
+
+def run_venv_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(VENV_PYTHON), "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        env={**os.environ, "RUNTIME__DLTHUB_TELEMETRY": "false"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_importing_the_dlt_helper_does_not_import_dagster() -> None:
+    done = run_venv_python("import srdp.ingest.dlt, sys; assert 'dagster' not in sys.modules")
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_the_dlt_helpers_dagster_names_import_dagster_on_first_use() -> None:
+    # The control for the test above: the same check sees Dagster once the assets are asked for.
+    done = run_venv_python(
+        """
+        import sys
+        import srdp.ingest.dlt as srdp_dlt
+        assert "dagster" not in sys.modules and "srdp.dagster" not in sys.modules
+        assets = srdp_dlt.srdp_dlt_assets
+        print(sorted(m for m in ("dagster", "dagster_dlt", "srdp.dagster", "srdp.dagster.dlt_assets") if m in sys.modules))
+        print(assets.__module__, assets.__qualname__)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['dagster', 'dagster_dlt', 'srdp.dagster', 'srdp.dagster.dlt_assets']",
+        "srdp.dagster.dlt_assets srdp_dlt_assets",
+    ]
+
+
+def test_importing_srdp_dagster_does_not_import_dlt() -> None:
+    done = run_venv_python(
+        """
+        import sys
+        import srdp.dagster
+        print(sorted(m for m in ("dagster", "dlt", "dagster_dlt", "srdp.ingest.dlt") if m in sys.modules))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['dagster']"]
+
+
+# The public names of the single modules srdp/ingest/dlt.py and srdp/dagster.py before the split.
+DLT_NAMES = [
+    "DltDestination",
+    "SrdpDltError",
+    "SrdpDltLoadError",
+    "SrdpDltTranslator",
+    "check_not_filesystem",
+    "destination",
+    "pipeline",
+    "run",
+    "srdp_dlt_assets",
+]
+DAGSTER_NAMES = [
+    "MAINTENANCE_JOB",
+    "MAINTENANCE_SCHEDULE",
+    "MONITOR_JOB",
+    "MONITOR_SCHEDULE",
+    "PRESSURE_EVENT",
+    "PUBLISHER_KEY",
+    "RESOURCE_KEY",
+    "LogPublisher",
+    "MaintenanceConfig",
+    "PressureEvent",
+    "PressureMonitorConfig",
+    "PressurePublisher",
+    "SrdpResource",
+    "add_srdp_definitions",
+    "check_catalog_pressure",
+    "hourly_schedule",
+    "maintain_datasets",
+    "maintenance_job",
+    "monitor_job",
+    "nightly_schedule",
+    "srdp_definitions",
+]
+
+
+def test_the_public_names_of_srdp_ingest_dlt_still_exist() -> None:
+    import srdp.ingest.dlt as srdp_dlt
+    from srdp.dagster import dlt_assets
+
+    assert [n for n in DLT_NAMES if not hasattr(srdp_dlt, n)] == []
+    assert set(DLT_NAMES) <= set(srdp_dlt.__all__)
+    # Entry points are the functions (not the submodules of the same name).
+    assert [getattr(srdp_dlt, n).__module__ for n in ("destination", "pipeline", "run")] == [
+        "srdp.ingest.dlt.destination"
+    ] * 3
+    assert issubclass(srdp_dlt.SrdpDltLoadError, srdp_dlt.SrdpDltError)
+    assert issubclass(srdp_dlt.SrdpDltError, ValueError)
+    # The Dagster assets are one object, reachable from both packages.
+    assert srdp_dlt.srdp_dlt_assets is dlt_assets.srdp_dlt_assets
+    assert srdp_dlt.SrdpDltTranslator is dlt_assets.SrdpDltTranslator
+    with pytest.raises(AttributeError, match="module 'srdp.ingest.dlt' has no attribute 'no_such_name'"):
+        srdp_dlt.no_such_name  # noqa: B018
+
+
+def test_the_public_names_of_srdp_dagster_still_exist() -> None:
+    import dagster as dg
+
+    import srdp.dagster as sd
+    import srdp.ingest.dlt as srdp_dlt
+    from srdp.dagster import SrdpDltTranslator, srdp_dlt_assets
+
+    assert [n for n in DAGSTER_NAMES if not hasattr(sd, n)] == []
+    assert (srdp_dlt_assets, SrdpDltTranslator) == (srdp_dlt.srdp_dlt_assets, srdp_dlt.SrdpDltTranslator)
+    assert (sd.MAINTENANCE_JOB, sd.MAINTENANCE_SCHEDULE, sd.MONITOR_JOB, sd.MONITOR_SCHEDULE) == (
+        "srdp_dataset_maintenance",
+        "srdp_dataset_maintenance_nightly",
+        "srdp_catalog_pressure_monitor",
+        "srdp_catalog_pressure_hourly",
+    )
+    assert (sd.PRESSURE_EVENT, sd.RESOURCE_KEY, sd.PUBLISHER_KEY) == (
+        "DatasetCatalogPressure",
+        "srdp",
+        "srdp_pressure_publisher",
+    )
+    assert isinstance(sd.maintenance_job, dg.JobDefinition) and sd.maintenance_job.name == sd.MAINTENANCE_JOB
+    assert isinstance(sd.monitor_job, dg.JobDefinition) and sd.monitor_job.name == sd.MONITOR_JOB
+    assert (sd.maintain_datasets.name, sd.check_catalog_pressure.name) == (
+        "srdp_maintain_datasets",
+        "srdp_check_catalog_pressure",
+    )
+    assert (sd.nightly_schedule.name, sd.hourly_schedule.name) == (sd.MAINTENANCE_SCHEDULE, sd.MONITOR_SCHEDULE)
+    assert issubclass(sd.SrdpResource, dg.ConfigurableResource)
+    with pytest.raises(AttributeError, match="module 'srdp.dagster' has no attribute 'no_such_name'"):
+        sd.no_such_name  # noqa: B018
+
+
+def test_every_module_of_the_python_package_says_what_it_owns() -> None:
+    modules = sorted((REPO / "python" / "srdp").rglob("*.py"))
+    assert len(modules) >= 15
+    missing = [str(m.relative_to(REPO)) for m in modules if not ast.get_docstring(ast.parse(m.read_text()))]
+    assert missing == []
