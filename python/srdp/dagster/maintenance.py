@@ -120,10 +120,16 @@ nightly_schedule = dg.ScheduleDefinition(
 )
 
 
+# srdp's own error ends with the datasets that ITS call committed; the op calls srdp once per
+# dataset, so the run's list (below) replaces it.
+_SRDP_COMMITTED = re.compile(r"\.?\s*Datasets committed before it: [^\n]*$")
+
+
 def _failure(qualified: str, error: duckdb.Error, done: Sequence[str]) -> dg.Failure:
+    cause = _SRDP_COMMITTED.sub("", str(error).rstrip())
     return dg.Failure(
         description=(
-            f"srdp maintenance failed at dataset {qualified}: {error}. "
+            f"srdp maintenance failed at dataset {qualified}: {cause}. "
             f"Datasets committed before it: {', '.join(done) or 'none'}. "
             "A rerun revisits the committed datasets harmlessly."
         ),
