@@ -10,9 +10,22 @@ import duckdb
 import pytest
 
 from conftest import run_python, write_config
+from lakecheck import Lake
 from pg_lake import BUCKET, config_text, new_lake
 
 ROWS = "SELECT count(*), sum(hash(id, v))::VARCHAR FROM lake.main.t"
+
+# The metadata tables DuckLake 1.0 creates for a new lake.
+DUCKLAKE_TABLES = [
+    f"ducklake_{name}"
+    for name in (
+        "column", "column_mapping", "column_tag", "data_file", "delete_file", "file_column_stats",
+        "file_partition_value", "file_variant_stats", "files_scheduled_for_deletion", "inlined_data_tables",
+        "macro", "macro_impl", "macro_parameters", "metadata", "name_mapping", "partition_column",
+        "partition_info", "schema", "schema_versions", "snapshot", "snapshot_changes", "sort_expression",
+        "sort_info", "table", "table_column_stats", "table_stats", "tag", "view",
+    )
+]
 
 
 def fill(con, table="lake.main.t", big=3, small=4):
@@ -28,12 +41,6 @@ def fill(con, table="lake.main.t", big=3, small=4):
     return n
 
 
-def live_files(con, schema):
-    return con.execute(
-        f"SELECT count(*) FROM __ducklake_metadata_lake.{schema}.ducklake_data_file WHERE end_snapshot IS NULL"
-    ).fetchone()[0]
-
-
 def test_maintenance_on_postgres_and_s3_keeps_rows_snapshots_and_files(servers, tmp_path, connect):
     lake = new_lake(servers, tmp_path)
     con = lake.connect(connect)
@@ -43,9 +50,13 @@ def test_maintenance_on_postgres_and_s3_keeps_rows_snapshots_and_files(servers, 
     assert row == ("writer", False, "lake", lake.data_path, "attached")
     total = fill(con)
     # The metadata lives in PostgreSQL schema "lake" of that database, the data in the bucket.
-    tables = servers.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake_%'", lake.database)
-    assert int(tables) > 20
-    assert len(lake.objects(con)) == 3
+    tables = servers.psql("SELECT tablename FROM pg_tables WHERE schemaname = 'lake' ORDER BY 1", lake.database).split()
+    assert tables == sorted(DUCKLAKE_TABLES + ["ducklake_inlined_data_1_1"])
+    # No other schema of the database holds DuckLake tables.
+    assert servers.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'ducklake%'", lake.database).strip() == str(len(tables))
+    # The three Parquet files in the bucket are the three live files the metadata registers.
+    live = Lake(con, meta="lake").live_files()
+    assert sorted(lake.objects(con)) == live[("main", "t")] and len(live[("main", "t")]) == 3
 
     # Exact inlined count against an independent count over the metadata.
     independent = con.execute(
@@ -68,12 +79,15 @@ def test_maintenance_on_postgres_and_s3_keeps_rows_snapshots_and_files(servers, 
     ).fetchall()
     assert rows == [(20, 3, 1, 4, 1, "compacted")]  # files_before: before the flush added one
     assert con.execute(ROWS).fetchone() == before and before[0] == total
-    assert con.execute("SELECT inlined_rows FROM srdp_inlined_row_count('lake')").fetchall() == [(0,)]
-    assert live_files(con, "lake") == 1
-    # Time travel still reads the old rows; no object was deleted from the bucket.
+    # Counted from the metadata: one live file, nothing inlined.
+    meta = Lake(con, meta="lake")
+    assert meta.state() == {("main", "t"): (1, 0)}
+    # Time travel still reads the old rows; no object was deleted from the bucket. The new ones
+    # are the flushed file (retired by the merge) and the merged file (the one live file).
     assert con.execute(f"SELECT count(*), sum(id) FROM lake.main.t AT (VERSION => {snapshot_before})").fetchone() == at_before
     after_objects = lake.objects(con)
     assert set(objects_before) <= set(after_objects) and len(after_objects) == len(objects_before) + 2
+    assert set(after_objects) == meta.registered_files()
 
     # A reader in another process, through the reader secret, sees the same rows.
     out = run_python(
@@ -103,11 +117,13 @@ def test_partitioned_table_never_merges_across_partitions(servers, tmp_path, con
     assert con.execute("SELECT count(*), sum(hash(id, part)) FROM lake.main.p").fetchone() == before
     # Each live file holds one partition only.
     per_file = con.execute(
-        "SELECT data_file_id, count(DISTINCT partition_value) FROM __ducklake_metadata_lake.lake.ducklake_data_file f "
+        "SELECT list(DISTINCT v.partition_value ORDER BY v.partition_value) "
+        "FROM __ducklake_metadata_lake.lake.ducklake_data_file f "
         "JOIN __ducklake_metadata_lake.lake.ducklake_file_partition_value v USING (data_file_id) "
-        "WHERE f.end_snapshot IS NULL GROUP BY ALL"
+        "WHERE f.end_snapshot IS NULL GROUP BY f.data_file_id ORDER BY 1"
     ).fetchall()
-    assert len(per_file) == 2 and all(n == 1 for _, n in per_file)
+    assert per_file == [(["a"],), (["b"],)]
+    assert Lake(con, meta="lake").file_counts() == {("main", "p"): 2}
 
 
 def test_two_catalogs_in_one_database_stay_separate(servers, tmp_path, connect):
@@ -170,8 +186,15 @@ def test_metadata_schema_ducklake_as_dlt_creates_it(servers, tmp_path, connect):
     con2 = lake.connect(connect)
     with pytest.raises(duckdb.Error) as e:
         con2.execute(f"SELECT * FROM srdp_attach_catalog('lake', config := '{missing}')").fetchall()
-    assert "srdp_attach_catalog" in str(e.value) and "does not exist" in str(e.value), str(e.value)
-    assert servers.pg_password not in str(e.value)
+    message = str(e.value)
+    assert message.startswith(
+        "Invalid Input Error: srdp_attach_catalog: attaching catalog 'lake' as 'lake' (reader) failed: "
+    ), message
+    assert (
+        f'Existing DuckLake at metadata catalog "postgres:dbname={lake.database} host=127.0.0.1 port={servers.pg_port}" '
+        "does not exist - and creating a new DuckLake is explicitly disabled"
+    ) in message, message
+    assert servers.pg_password not in message
 
 
 def test_wrong_password_unreachable_server_and_missing_secret_are_clear_and_secret_free(servers, tmp_path, connect):
@@ -188,7 +211,9 @@ def test_wrong_password_unreachable_server_and_missing_secret_are_clear_and_secr
     with pytest.raises(duckdb.Error) as e:
         con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
     message = str(e.value)
-    assert message.startswith("Invalid Input Error: srdp_attach_catalog: ") or "srdp_attach_catalog:" in message, message
+    assert message.startswith(
+        "Invalid Input Error: srdp_attach_catalog: attaching catalog 'lake' as 'lake' (writer) failed: "
+    ), message
     assert "password authentication failed" in message, message
     assert message.rstrip().endswith(
         "PostgreSQL refused the credentials: check USER and PASSWORD of DuckDB secret 'pg_writer' "
@@ -204,7 +229,10 @@ def test_wrong_password_unreachable_server_and_missing_secret_are_clear_and_secr
     with pytest.raises(duckdb.Error) as e:
         con.execute(f"SELECT * FROM srdp_attach_catalog('lake', role := 'writer', config := '{closed}')").fetchall()
     message = str(e.value)
-    assert "srdp_attach_catalog:" in message and "Connection refused" in message, message
+    assert message.startswith(
+        "Invalid Input Error: srdp_attach_catalog: attaching catalog 'lake' as 'lake' (writer) failed: "
+    ), message
+    assert "Connection refused" in message, message
     assert "the PostgreSQL server is not reachable: check host and port" in message, message
     assert servers.pg_password not in message
 
