@@ -8,6 +8,8 @@ in-memory credentials. Readers are separate processes attached with ``srdp_attac
 DuckDB postgres secret, as in production. Each test has its own database.
 """
 
+from __future__ import annotations
+
 import os
 
 os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"  # offline platform: dlt must not phone home
@@ -31,6 +33,7 @@ from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials  # 
 import srdp  # noqa: E402
 import srdp.ingest.dlt as srdp_dlt  # noqa: E402
 from conftest import run_python, write_config  # noqa: E402
+from lakecheck import Lake  # noqa: E402
 from pg_lake import new_lake  # noqa: E402
 
 RAW = """
@@ -165,7 +168,7 @@ def test_without_metadata_schema_srdp_attaches_public_and_does_not_see_the_lake(
     cfg = pg_config(tmp_path, servers, database)
     dest = srdp_dlt.destination("lake", config=cfg, catalog_password=servers.pg_password)
     loaded = rows(0, 12)
-    dest.run(dest.pipeline("events", pipelines_dir=str(tmp_path / "pipelines")), dlt.resource(loaded, name="events"))
+    assert not dest.run(dest.pipeline("events", pipelines_dir=str(tmp_path / "pipelines")), dlt.resource(loaded, name="events")).has_failed_jobs
     con = attach_reader(cfg, servers, database)
     try:
         assert con.execute("SELECT count(*) FROM lake.raw.events").fetchone() == (12,)
@@ -218,7 +221,7 @@ def test_plain_dlt_uses_its_ducklake_name_as_schema_and_srdp_finds_the_lake_by_t
     dest = srdp_dlt.destination("lake", config=named, catalog_password=servers.pg_password)
     assert dest.metadata_schema == "lake"
     more = rows(9, 4)
-    dest.run(dest.pipeline("helper", pipelines_dir=str(tmp_path / "pipelines")), dlt.resource(more, name="events"))
+    assert not dest.run(dest.pipeline("helper", pipelines_dir=str(tmp_path / "pipelines")), dlt.resource(more, name="events")).has_failed_jobs
     assert read_back(named, setup) == {"attached": ["reader", True, "lake"], "count": 13, "checksum": checksum(loaded + more)}
     assert metadata_schemas(servers, database) == ["lake"]
 
@@ -319,8 +322,15 @@ def test_an_s3_data_path_loads_with_storage_credentials_given_to_the_helper(serv
     seen = read_back(lake.cfg, lake.setup_sql())
     assert seen == {"attached": ["reader", True, "ducklake"], "count": 40, "checksum": checksum(loaded)}
     con = lake.connect(connect)
-    events = [f for f in lake.objects(con) if f.startswith(f"{lake.data_path}raw/events/")]
-    assert len(events) == 1 and events[0].endswith(".parquet")
+    con.execute("SELECT * FROM srdp_attach_catalog('lake')")
+    # Every object in the bucket is a live data file of the metadata (no inlining: one Parquet file
+    # per table dlt wrote), and raw.events has exactly one, under its table folder.
+    live = Lake(con, meta="ducklake").live_files()
+    assert lake.objects(con) == sorted(f for files in live.values() for f in files)
+    tables = ("_dlt_loads", "_dlt_pipeline_state", "_dlt_version", "events")
+    assert {key: len(files) for key, files in live.items()} == {("raw", t): 1 for t in tables}
+    (events,) = live[("raw", "events")]
+    assert events.startswith(f"{lake.data_path}raw/events/") and events.endswith(".parquet"), events
     assert files_holding(tmp_path / "pipelines", servers.pg_password, servers.s3_secret_key) == []
 
     # Storage credentials for a local data path are a mistake, said so.
