@@ -17,6 +17,7 @@ import duckdb
 import pytest
 
 from conftest import run_python, write_config
+from lakecheck import Lake
 
 CONFIG = """
 [catalogs.lake]
@@ -90,6 +91,10 @@ def assert_stale_error(error: str, function: str, stale: str = STALE_TABLE) -> N
 )
 def test_srdp_flush_reports_the_stale_table_and_the_next_call_works(connect, tmp_path, b_flush):
     _, a = make_stale(connect, tmp_path, b_flush)
+    # Counted from the metadata: B's flush left no inlined row, only the new version's table.
+    registry = a.execute("SELECT * FROM __ducklake_metadata_lake.main.ducklake_inlined_data_tables").fetchall()
+    assert registry == [(1, "ducklake_inlined_data_1_2", 2)]
+    assert Lake(a).inlined_rows() == {("main", "t"): 0}
     # srdp_inlined_row_count reads the metadata tables itself, so it neither fails nor heals.
     assert a.sql(
         "SELECT schema_name, table_name, inlined_rows FROM srdp_inlined_row_count('lake')"
