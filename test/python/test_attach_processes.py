@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 
 from conftest import run_python, write_config
@@ -37,13 +38,18 @@ def test_writer_batches_are_read_by_a_reader_in_another_process(connect, tmp_pat
     con.execute(f"CREATE TABLE {catalog}.main.events (i BIGINT, s VARCHAR)")
     for batch in range(5):
         con.execute(f"INSERT INTO {catalog}.main.events SELECT {batch} * 10 + range, 'b{batch}' FROM range(10)")
-    expected = [str(v) for v in con.sql(f"SELECT count(*), sum(i), sum(hash(i, s)) FROM {catalog}.main.events").fetchone()]
+    # The same rows computed by plain DuckDB, without the lake.
+    with duckdb.connect() as plain:
+        expected = [str(v) for v in plain.execute(
+            "SELECT count(*), sum(i), sum(hash(i, s)) FROM (SELECT b * 10 + r AS i, 'b' || b AS s FROM range(5) t(b), range(10) u(r))"
+        ).fetchone()]
     assert expected[:2] == ["50", "1225"]
+    assert [str(v) for v in con.sql(f"SELECT count(*), sum(i), sum(hash(i, s)) FROM {catalog}.main.events").fetchone()] == expected
     if catalog == "duck":
         # A DuckDB-file catalog is single-process: the writer lets go before the reader comes.
         con.execute(f"DETACH {catalog}")
     seen = json.loads(run_python(READ_BACK.format(cfg=str(cfg), catalog=catalog)))
-    assert seen["role"] == "reader" and seen["read_only"] is True and seen["status"] == "attached"
+    assert (seen["role"], seen["read_only"], seen["status"]) == ("reader", True, "attached")
     assert seen["data"] == expected
 
 
@@ -77,7 +83,9 @@ def test_metadata_schema_round_trip_from_another_process(connect, tmp_path):
     # Python connection does not release the DuckDB-file lock; DETACH (database-wide) does.
     con.execute("DETACH duck")
     seen = json.loads(run_python(READ_BACK.format(cfg=str(cfg), catalog="duck")))
+    assert (seen["role"], seen["read_only"], seen["status"]) == ("reader", True, "attached")
     assert seen["data"][:2] == ["6", "15"]
+    assert seen["meta"] == [f"{tmp_path}/catalog/duck.ducklake", f"{tmp_path}/data/duck/"]
     # Contrast: a plain ATTACH without METADATA_SCHEMA in another process does not see the lake.
     out = run_python(
         f"""
