@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import urllib.error
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,8 +87,9 @@ def new_lake(servers, tmp_path, schema: str = "lake", extra: str = "", roles: bo
     servers.psql(f"CREATE DATABASE {database}")
     try:
         create_bucket(servers, BUCKET)
-    except Exception:
-        pass  # already there
+    except urllib.error.HTTPError as e:
+        if e.code != 409:  # BucketAlreadyOwnedByYou: an earlier lake created it
+            raise
     prefix = database
     cfg = write_config(tmp_path, config_text(servers, database, schema, prefix, extra))
     return PgLake(
