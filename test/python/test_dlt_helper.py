@@ -5,6 +5,8 @@ srdp.toml via the srdp SQL functions); readers are separate processes attached w
 srdp_attach_catalog, so they see the lake through the same definition, not through dlt.
 """
 
+from __future__ import annotations
+
 import os
 
 os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"  # offline platform: dlt must not phone home
