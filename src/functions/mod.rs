@@ -17,6 +17,7 @@ mod flush;
 mod inlined_row_count;
 mod output;
 mod postgres_roles;
+mod retry_wait;
 mod rules;
 mod selection;
 mod table_name;
@@ -176,6 +177,10 @@ pub fn register(con: &Connection, shared: &Shared) -> duckdb::Result<()> {
     )?;
     con.register_table_function_with_extra_info::<Table<table_name::TableName>, _>(
         table_name::TableName::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<retry_wait::RetryWait>, _>(
+        retry_wait::RetryWait::NAME,
         shared,
     )?;
     con.register_table_function_with_extra_info::<Table<postgres_roles::PostgresRoles>, _>(

@@ -24,13 +24,14 @@ POSITIONAL = {
     "srdp_flush": ["catalog"],
     "srdp_inlined_row_count": ["catalog"],
     "srdp_postgres_roles": ["catalog"],
+    "srdp_retry_wait": ["catalog", "message"],
     "srdp_rules": ["catalog"],
     "srdp_table_name": ["catalog", "schema_name", "table_name"],
     "srdp_catalogs": [],
     "srdp_version": [],
 }
 # A valid value per positional position, so only the poisoned argument is wrong.
-VALID = {"catalog": "lake", "schema_name": "raw", "writer": "dlt", "table_name": "orders"}
+VALID = {"catalog": "lake", "schema_name": "raw", "writer": "dlt", "table_name": "orders", "message": "x"}
 NUL_TEXT = "'lake' || chr(0) || 'zzz'"
 
 CONFIG = """
@@ -67,6 +68,8 @@ def call_with_nul(function: str, parameter: str, positional: bool) -> str:
         args.append(NUL_TEXT if positional and p == parameter else f"'{VALID[p]}'")
     if not positional:
         args.append(f"{parameter} := {NUL_TEXT}")
+    if function == "srdp_retry_wait":
+        args += ["attempt := 1", "elapsed_ms := 0"]
     return f"SELECT * FROM {function}({', '.join(args)})"
 
 
@@ -77,7 +80,7 @@ def test_a_nul_byte_in_any_text_argument_is_an_error_naming_it(connect, tmp_path
     # Every function with text arguments is covered, config := included everywhere.
     assert {f for f, _, _ in params} == set(POSITIONAL)
     assert sum(1 for _, p, _ in params if p == "config") == len(POSITIONAL)
-    assert len(params) == 40
+    assert len(params) == 43
     for function, parameter, positional in params:
         sql = call_with_nul(function, parameter, positional)
         shown = parameter if positional else f"{parameter} :="

@@ -1,0 +1,220 @@
+"""``SrdpIOManager``: every Dagster asset that is not a dlt load or a dbt model writes and reads
+DuckLake through srdp.
+
+    dg.Definitions(assets=[...], resources={"io_manager": SrdpIOManager(config_path="srdp.toml")})
+
+* **Attach through srdp**: writes attach ``srdp_attach_catalog(catalog, role := 'writer')``,
+  reads the reader role; one connection per process, reused.
+* **Which table**: ``dagster/table_name`` metadata, else the asset key, else a ``schema``
+  (see :mod:`srdp.dagster.tables`).
+* **Who may write**: ``srdp_check_writer(catalog, schema, writer)`` before any data moves.
+* **Write modes**, each one DuckLake transaction: ``replace`` (default outside raw; the table
+  keeps its identity and history), ``append`` (the default and only mode in a ``raw`` schema
+  while ``raw_append_only`` is on), and for partitioned assets the replacement of exactly the
+  materialized partitions (``partition_expr`` metadata). Set per asset with metadata
+  ``write_mode``; an empty output replaces with zero rows.
+* **Audit**: each write's snapshot carries author (the writer), a message with the run id,
+  asset key and partitions, and JSON extra info; the materialization carries
+  ``dagster/table_name``, ``dagster/row_count`` (or ``dagster/partition_row_count``),
+  ``dagster/column_schema`` and ``srdp/snapshot_id``. Inputs read the upstream table
+  ``AT (VERSION => <snapshot_id>)`` of the upstream materialization they depend on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from srdp.dagster import handlers
+from srdp.dagster.lake import LakeSession, WritePlan, WriteResult
+from srdp.dagster.tables import (
+    PARTITION_EXPR_KEY,
+    IOManagerError,
+    Slice,
+    TableRef,
+    resolve_table,
+    slice_condition,
+)
+
+__all__ = ["SNAPSHOT_KEY", "IOManagerError", "SrdpIOManager"]
+
+#: Materialization metadata key of the DuckLake snapshot a write committed.
+SNAPSHOT_KEY = "srdp/snapshot_id"
+WRITE_MODES = ("replace", "append")
+
+
+class SrdpIOManager(dg.ConfigurableIOManager):
+    """Stores asset outputs in DuckLake tables through srdp (see the module doc)."""
+
+    config_path: str
+    catalog: str = "lake"
+    writer: str = "io_manager"
+    schema_: str | None = Field(default=None, alias="schema")
+    pin_inputs: bool = True
+
+    # --- writes -------------------------------------------------------------------------
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        if obj is None and context.dagster_type.is_nothing:
+            return
+        table = self._table(context.asset_key.path, context.definition_metadata or {})
+        session = LakeSession.get(self.config_path, self.catalog)
+        owner = session.call("srdp_check_writer", self.catalog, table.schema, self.writer)[0]
+        if owner.get("warning"):
+            context.log.warning(owner["warning"])
+        rules = {r["rule"]: r for r in session.call("srdp_rules", self.catalog)}
+        raw = owner["layer"] == "raw"
+        mode = self._mode(context.definition_metadata or {}, raw, rules, table)
+        part = self._slice(context) if context.has_asset_partitions else Slice()
+        source = handlers.source_of(obj)  # refuses unsupported types before anything is written
+        first = [source]
+
+        def data() -> handlers.Source:
+            return first.pop() if first else handlers.source_of(obj)
+
+        plan = WritePlan(
+            table=table,
+            mode=mode,
+            slice=part,
+            writer=self.writer,
+            message=self._message(context, part),
+            extra={
+                "run_id": context.run_id,
+                "asset_key": context.asset_key.to_user_string(),
+                "partitions": list(context.asset_partition_keys) if context.has_asset_partitions else None,
+                "mode": mode,
+            },
+            raw_validated=raw and bool(rules["raw_validated"]["enabled"]),
+            drop_missing_columns=bool((context.definition_metadata or {}).get("drop_missing_columns", False)),
+        )
+        result = session.write(plan, data)
+        context.add_output_metadata(self._metadata(table, plan, result, context.has_asset_partitions))
+        context.log.info(
+            f"{table.name}: {mode} of {part.description}, {result.rows_written} rows written in "
+            f"snapshot {result.snapshot_id} ({result.attempts} attempt(s))"
+        )
+
+    def _table(self, key: Sequence[str], metadata: Mapping[str, Any]) -> TableRef:
+        return resolve_table(self.catalog, key, metadata, self.schema_)
+
+    def _mode(self, metadata: Mapping[str, Any], raw: bool, rules: Mapping[str, Any], table: TableRef) -> str:
+        append_only = raw and bool(rules["raw_append_only"]["enabled"])
+        mode = str(metadata.get("write_mode") or ("append" if append_only else "replace"))
+        if mode not in WRITE_MODES:
+            raise IOManagerError(f"write_mode {mode!r} of {table.name} is not one of {', '.join(WRITE_MODES)}")
+        if mode == "replace" and append_only:
+            raise IOManagerError(
+                f"writing {table.name} with write_mode 'replace' is refused: schema "
+                f"{table.schema!r} is a raw layer and rule raw_append_only is on "
+                f"({rules['raw_append_only']['why']}). Write with write_mode 'append', or relax "
+                "the rule with the line `raw_append_only = false` under [rules] in srdp.toml; "
+                "nothing was written"
+            )
+        return mode
+
+    @staticmethod
+    def _slice(context: dg.OutputContext | dg.InputContext) -> Slice:
+        metadata = (
+            context.definition_metadata
+            if isinstance(context, dg.OutputContext)
+            else (context.upstream_output.definition_metadata if context.upstream_output else {})
+        ) or {}
+        expr = metadata.get(PARTITION_EXPR_KEY)
+        definition = context.asset_partitions_def
+        keys: list[Any] = list(context.asset_partition_keys)
+        if isinstance(definition, dg.MultiPartitionsDefinition):
+            windows: dict[str, dict[str, Any]] = {}
+            for dimension in definition.partitions_defs:
+                if isinstance(dimension.partitions_def, dg.TimeWindowPartitionsDefinition):
+                    windows[dimension.name] = {}
+            multi = []
+            for key in keys:
+                by_dimension = dict(dg.MultiPartitionKey.from_str(str(key)).keys_by_dimension) if not isinstance(key, dg.MultiPartitionKey) else dict(key.keys_by_dimension)
+                for dimension, value in by_dimension.items():
+                    if dimension in windows:
+                        td = definition.get_partitions_def_for_dimension(dimension)
+                        assert isinstance(td, dg.TimeWindowPartitionsDefinition)
+                        window = td.time_window_for_partition_key(value)
+                        windows[dimension][value] = (window.start, window.end)
+                multi.append(by_dimension)
+            return slice_condition(expr, None, multi, windows)
+        if isinstance(definition, dg.TimeWindowPartitionsDefinition):
+            window = context.asset_partitions_time_window
+            return slice_condition(expr, (window.start, window.end), keys)
+        return slice_condition(expr, None, keys)
+
+    @staticmethod
+    def _message(context: dg.OutputContext, part: Slice) -> str:
+        return f"dagster run {context.run_id} asset {context.asset_key.to_user_string()} ({part.description})"
+
+    @staticmethod
+    def _metadata(table: TableRef, plan: WritePlan, result: WriteResult, partitioned: bool) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "dagster/table_name": table.name,
+            "dagster/column_schema": dg.TableSchema(
+                columns=[dg.TableColumn(name=n, type=kind) for n, kind in result.columns]
+            ),
+            "dagster/storage_kind": "ducklake",
+            SNAPSHOT_KEY: result.snapshot_id,
+            "srdp/write_mode": plan.mode,
+            "srdp/rows_written": result.rows_written,
+            "srdp/slice": plan.slice.description,
+            "srdp/attempts": result.attempts,
+        }
+        metadata["dagster/partition_row_count" if partitioned else "dagster/row_count"] = result.rows_in_slice
+        if result.added_columns:
+            metadata["srdp/added_columns"] = ", ".join(result.added_columns)
+        if plan.mode == "replace" and result.rows_written == 0:
+            metadata["srdp/note"] = f"replaced {plan.slice.description} with 0 rows (the output was empty)"
+        return metadata
+
+    # --- reads --------------------------------------------------------------------------
+    def load_input(self, context: dg.InputContext) -> Any:
+        upstream = context.upstream_output
+        metadata = (upstream.definition_metadata if upstream else None) or {}
+        table = self._table(context.asset_key.path, metadata)
+        part = self._slice(context) if context.has_asset_partitions else Slice()
+        columns = (context.definition_metadata or {}).get("columns")
+        snapshot = self._pinned_snapshot(context)
+        session = LakeSession.get(self.config_path, self.catalog)
+        relation = session.relation(table, list(columns) if columns else None, part, snapshot)
+        context.log.info(
+            f"{table.name}: reading {part.description}"
+            + (f" at snapshot {snapshot}" if snapshot is not None else "")
+        )
+        return handlers.load_as(context.dagster_type.typing_type, relation)
+
+    def _pinned_snapshot(self, context: dg.InputContext) -> int | None:
+        """The snapshot the upstream materialization(s) committed, or None (read the latest)."""
+        given = (context.definition_metadata or {}).get("snapshot_id")
+        if given is not None:
+            return int(given)
+        if not self.pin_inputs or context.instance is None:
+            return None
+        instance, key = context.instance, context.asset_key
+        if not context.has_asset_partitions:
+            event = instance.get_latest_materialization_event(key)
+            found = [event] if event else []
+        else:
+            wanted = list(context.asset_partition_keys)
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key, asset_partitions=wanted), limit=max(1, len(wanted) * 4)
+            ).records
+            latest: dict[str, Any] = {}
+            for record in records:
+                partition = record.partition_key
+                if partition is not None and partition not in latest:
+                    latest[partition] = record.event_log_entry
+            if set(latest) != set(wanted):
+                return None  # some partition was never materialized through srdp: read the latest
+            found = list(latest.values())
+        snapshots = []
+        for entry in found:
+            materialization = entry.asset_materialization if entry else None
+            value = materialization.metadata.get(SNAPSHOT_KEY) if materialization else None
+            if value is None:
+                return None
+            snapshots.append(int(getattr(value, "value", value)))
+        return max(snapshots) if snapshots else None

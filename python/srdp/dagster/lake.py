@@ -1,0 +1,274 @@
+"""The IO manager's one connection per process, and its writes: each ONE DuckLake transaction.
+
+A write is, inside ``BEGIN ... COMMIT`` (one snapshot): the commit message, the schema (created
+when missing), the table (created from the data's columns when missing), schema changes (new
+columns added; lossless type promotions; dropped columns kept as NULLs unless asked), the
+delete of the replaced rows (the whole table or the partition slice), and ``INSERT ... BY
+NAME``. A failure anywhere rolls it all back, so readers see the old rows or the new ones.
+Failed transactions are retried as srdp decides (``srdp_retry_wait``: the catalog's
+``max_retry_seconds``, ``max_attempts`` and jittered backoff, the same policy as maintenance).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+import srdp
+from srdp.dagster.handlers import Source
+from srdp.dagster.tables import IOManagerError, Slice, TableRef, quote
+
+__all__ = ["LakeSession", "WritePlan", "WriteResult", "lossless"]
+
+#: DuckLake's lossless type promotions (source type -> types it may become).
+_PROMOTIONS: dict[str, set[str]] = {
+    "TINYINT": {"SMALLINT", "INTEGER", "BIGINT"},
+    "SMALLINT": {"INTEGER", "BIGINT"},
+    "INTEGER": {"BIGINT"},
+    "UTINYINT": {"USMALLINT", "UINTEGER", "UBIGINT", "SMALLINT", "INTEGER", "BIGINT"},
+    "USMALLINT": {"UINTEGER", "UBIGINT", "INTEGER", "BIGINT"},
+    "UINTEGER": {"UBIGINT", "BIGINT"},
+    "FLOAT": {"DOUBLE"},
+}
+
+#: The name the data is registered under on the connection during a write.
+_SOURCE = "__srdp_io_source"
+
+
+def lossless(old: str, new: str) -> bool:
+    """Whether DuckLake can promote column type ``old`` to ``new`` without loss."""
+    return new in _PROMOTIONS.get(old, set())
+
+
+@dataclass
+class WritePlan:
+    """One write: where, how, and what to label the snapshot with."""
+
+    table: TableRef
+    mode: str  # "replace" | "append"
+    slice: Slice
+    writer: str
+    message: str
+    extra: dict[str, Any]
+    raw_validated: bool
+    drop_missing_columns: bool
+
+
+@dataclass
+class WriteResult:
+    rows_written: int
+    rows_in_slice: int
+    snapshot_id: int
+    columns: list[tuple[str, str]]
+    attempts: int
+    created: bool
+    added_columns: list[str]
+
+
+class LakeSession:
+    """One DuckDB connection with srdp for a (definition file, catalog) in this process."""
+
+    _sessions: dict[tuple[int, str, str], LakeSession] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, config_path: str, catalog: str) -> None:
+        self.config_path = config_path
+        self.catalog = catalog
+        self.con = srdp.connect(config=config_path)
+        # Time windows are compared in UTC whatever the machine's zone.
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.role: str | None = None
+        self.lock = threading.RLock()
+
+    @classmethod
+    def get(cls, config_path: str, catalog: str) -> LakeSession:
+        """The session of this process for the file and catalog (opened on first use)."""
+        key = (os.getpid(), os.path.abspath(config_path), catalog)
+        with cls._guard:
+            session = cls._sessions.get(key)
+            if session is None:
+                session = cls._sessions[key] = LakeSession(os.path.abspath(config_path), catalog)
+            return session
+
+    def call(self, function: str, *args: Any, **named: Any) -> list[dict[str, Any]]:
+        with self.lock:
+            return srdp.call(self.con, function, *args, **named)
+
+    def attach(self, role: str) -> None:
+        """Attaches the catalog through srdp: reader for reads, writer once anything writes.
+
+        A process that has written keeps the writer attachment for its reads too (one attach
+        of a DuckDB-file catalog per process).
+        """
+        with self.lock:
+            if self.role == role or self.role == "writer":
+                return
+            refresh = self.role is not None
+            srdp.call(self.con, "srdp_attach_catalog", self.catalog, role=role, refresh=refresh or None)
+            self.role = role
+
+    def columns(self, table: TableRef) -> list[tuple[str, str]] | None:
+        """The table's columns and types in order, or None when it does not exist."""
+        rows = self.con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? "
+            "AND schema_name = ? AND table_name = ? ORDER BY column_index",
+            [table.catalog, table.schema, table.table],
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows] or None
+
+    def write(self, plan: WritePlan, source: Callable[[], Source]) -> WriteResult:
+        """Runs ``plan`` in one transaction, retried as srdp decides; ``source`` gives the data."""
+        self.attach("writer")
+        started = time.monotonic()
+        attempt = 0
+        data = source()
+        while True:
+            attempt += 1
+            try:
+                with self.lock:
+                    return self._write_once(plan, data, attempt)
+            except duckdb.Error as error:
+                message = str(error)
+                decision = self.call(
+                    "srdp_retry_wait",
+                    self.catalog,
+                    message,
+                    attempt=attempt,
+                    elapsed_ms=int((time.monotonic() - started) * 1000),
+                )[0]
+                if decision["failure"] == "stale inlined table":
+                    with self.lock:
+                        srdp.call(self.con, "srdp_attach_catalog", self.catalog, role="writer", refresh=True)
+                if not decision["retry"]:
+                    raise IOManagerError(
+                        f"writing {plan.table.name} failed after {attempt} attempt(s); nothing was "
+                        f"written (the transaction rolled back): {message}"
+                    ) from error
+                if not data.replayable:
+                    raise IOManagerError(
+                        f"writing {plan.table.name} failed ({message}) and the {data.kind} it was "
+                        "given was already consumed, so it cannot be retried; nothing was written. "
+                        "Return a materialized value (pyarrow Table, DataFrame) to get retries"
+                    ) from error
+                time.sleep(decision["wait_ms"] / 1000)
+                data = source()
+
+    def _write_once(self, plan: WritePlan, data: Source, attempt: int) -> WriteResult:
+        con, t = self.con, plan.table
+        con.register(_SOURCE, data.data)
+        try:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                result = self._transaction(plan, data, attempt)
+                con.execute("COMMIT")
+            except BaseException:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass  # the failed statement or commit ended the transaction already
+                raise
+        finally:
+            con.unregister(_SOURCE)
+        snapshot = con.execute(f"FROM {quote(t.catalog)}.last_committed_snapshot()").fetchone()
+        result.snapshot_id = int(snapshot[0]) if snapshot and snapshot[0] is not None else -1
+        return result
+
+    def _transaction(self, plan: WritePlan, data: Source, attempt: int) -> WriteResult:
+        con, t = self.con, plan.table
+        extra = json.dumps({**plan.extra, "write_id": str(uuid.uuid4()), "attempt": attempt}, sort_keys=True)
+        con.execute(
+            f"CALL {quote(t.catalog)}.set_commit_message(?, ?, extra_info => ?)",
+            [plan.writer, plan.message, extra],
+        )
+        incoming = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()]
+        existing = self.columns(t)
+        added: list[str] = []
+        if existing is None:
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(t.catalog)}.{quote(t.schema)}")
+            columns = ", ".join(f"{quote(n)} {kind}" for n, kind in incoming)
+            con.execute(f"CREATE TABLE {t.sql} ({columns})")
+        else:
+            added = self._evolve(plan, existing, incoming)
+        if plan.slice.condition is not None and data.replayable and data_outside_slice(con, plan.slice):
+            raise IOManagerError(
+                f"the output for {t.name} has rows outside {plan.slice.description}; a partitioned "
+                "asset writes only its own partition's rows (check partition_expr)"
+            )
+        if plan.mode == "replace":
+            where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
+            con.execute(f"DELETE FROM {t.sql}{where}", plan.slice.params)
+        inserted = con.execute(f"INSERT INTO {t.sql} BY NAME SELECT * FROM {_SOURCE}").fetchone()
+        where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
+        in_slice = con.execute(f"SELECT count(*) FROM {t.sql}{where}", plan.slice.params).fetchone()
+        return WriteResult(
+            rows_written=int(inserted[0]) if inserted else 0,
+            rows_in_slice=int(in_slice[0]) if in_slice else 0,
+            snapshot_id=-1,
+            columns=self.columns(t) or incoming,
+            attempts=attempt,
+            created=existing is None,
+            added_columns=added,
+        )
+
+    def _evolve(
+        self, plan: WritePlan, existing: list[tuple[str, str]], incoming: list[tuple[str, str]]
+    ) -> list[str]:
+        """Schema changes for ``incoming``, in the open transaction; returns the added columns."""
+        t, have = plan.table, dict(existing)
+        added = []
+        for name, kind in incoming:
+            old = have.get(name)
+            if old is None:
+                self.con.execute(f"ALTER TABLE {t.sql} ADD COLUMN {quote(name)} {kind}")
+                added.append(name)
+            elif old != kind:
+                if plan.raw_validated:
+                    raise IOManagerError(
+                        f"{t.name}: column {name!r} is {old} and the output has {kind}; rule "
+                        "raw_validated freezes column types in raw (new columns are allowed). Cast "
+                        "the column to the table's type, or relax the rule with the line "
+                        "`raw_validated = false` under [rules] in srdp.toml"
+                    )
+                if lossless(old, kind):
+                    self.con.execute(f"ALTER TABLE {t.sql} ALTER COLUMN {quote(name)} SET DATA TYPE {kind}")
+                elif not lossless(kind, old):
+                    raise IOManagerError(
+                        f"{t.name}: column {name!r} is {old} and the output has {kind}; DuckLake "
+                        f"changes a type only by a lossless promotion ({old} -> "
+                        f"{', '.join(sorted(_PROMOTIONS.get(old, set()))) or 'none'}). Cast the "
+                        "column, or write the new type to a new column"
+                    )
+        if plan.drop_missing_columns:
+            names = {n for n, _ in incoming}
+            for name, _ in existing:
+                if name not in names:
+                    self.con.execute(f"ALTER TABLE {t.sql} DROP COLUMN {quote(name)}")
+        return added
+
+    def relation(self, table: TableRef, columns: list[str] | None, where: Slice, snapshot: int | None) -> duckdb.DuckDBPyRelation:
+        """A relation over the table on a cursor of its own (it may stream after this returns)."""
+        self.attach("reader")
+        if self.columns(table) is None:
+            raise IOManagerError(f"{table.name} does not exist; materialize its asset first")
+        select = ", ".join(quote(c) for c in columns) if columns else "*"
+        at = f" AT (VERSION => {int(snapshot)})" if snapshot is not None else ""
+        condition = f" WHERE {where.condition}" if where.condition else ""
+        cursor = self.con.cursor()
+        return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
+
+
+def data_outside_slice(con: duckdb.DuckDBPyConnection, part: Slice) -> bool:
+    """Whether the registered data has rows outside the slice (only for replayable sources)."""
+    found = con.execute(
+        f"SELECT EXISTS (SELECT 1 FROM {_SOURCE} WHERE NOT coalesce({part.condition}, false))",
+        part.params,
+    ).fetchone()
+    return bool(found and found[0])
