@@ -4,7 +4,9 @@ Everything here calls srdp's SQL through :func:`srdp.connect`, so Dagster attach
 maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
 
 * :class:`SrdpResource` (``resource``) opens DuckDB with srdp loaded from a definition file and
-  attaches catalogs (as writer for maintenance).
+  attaches catalogs (as writer for maintenance); :class:`NoStorageIOManager` takes srdp's own op
+  outputs (key ``NO_STORAGE_IO_MANAGER_KEY``) and stores nothing, so an application's
+  ``io_manager`` never receives them.
 * Job ``srdp_dataset_maintenance`` (``maintenance``): datasets one at a time, in (catalog,
   schema, table) order; for each: check pressure (``srdp_inlined_row_count``), ``srdp_flush``,
   ``srdp_compact``. Every step commits on its own and srdp retries transaction conflicts itself,
@@ -12,7 +14,8 @@ maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
   metadata and one log line. A failing dataset fails the run; the datasets before it stay
   committed, and a rerun revisits every dataset harmlessly (maintenance re-plans from the
   current snapshot).
-* Schedule ``srdp_dataset_maintenance_nightly``: ``0 2 * * *`` UTC, running by default.
+* Schedule ``srdp_dataset_maintenance_nightly``: ``0 2 * * *`` UTC, running by default
+  (``default_status`` of :func:`add_srdp_definitions` sets both schedules').
 * Job ``srdp_catalog_pressure_monitor`` and schedule ``srdp_catalog_pressure_hourly``
   (``pressure``; ``0 * * * *`` UTC, running by default): one Dagster warning and one published
   ``DatasetCatalogPressure`` event per dataset over the threshold, on every check. Publishing
@@ -34,6 +37,7 @@ from srdp.dagster.maintenance import (
     MAINTENANCE_JOB,
     MAINTENANCE_SCHEDULE,
     MaintenanceConfig,
+    build_nightly_schedule,
     maintain_dataset,
     maintain_datasets,
     maintenance_job,
@@ -48,13 +52,14 @@ from srdp.dagster.pressure import (
     PressureEvent,
     PressureMonitorConfig,
     PressurePublisher,
+    build_hourly_schedule,
     check_catalog_pressure,
     hourly_schedule,
     monitor_job,
     pressure_events,
     publish_events,
 )
-from srdp.dagster.resource import RESOURCE_KEY, SrdpResource
+from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, NoStorageIOManager, SrdpResource
 
 if TYPE_CHECKING:
     from srdp.dagster.dlt_assets import SrdpDltTranslator as SrdpDltTranslator
@@ -65,16 +70,20 @@ __all__ = [
     "MAINTENANCE_SCHEDULE",
     "MONITOR_JOB",
     "MONITOR_SCHEDULE",
+    "NO_STORAGE_IO_MANAGER_KEY",
     "PRESSURE_EVENT",
     "PUBLISHER_KEY",
     "RESOURCE_KEY",
     "LogPublisher",
     "MaintenanceConfig",
+    "NoStorageIOManager",
     "PressureEvent",
     "PressureMonitorConfig",
     "PressurePublisher",
     "SrdpResource",
     "add_srdp_definitions",
+    "build_hourly_schedule",
+    "build_nightly_schedule",
     "check_catalog_pressure",
     "hourly_schedule",
     "maintain_dataset",

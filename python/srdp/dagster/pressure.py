@@ -3,7 +3,9 @@ where its events go.
 
 On every check: one Dagster warning and one published ``DatasetCatalogPressure`` event per
 dataset over the threshold (``srdp_catalog_pressure`` decides which). Publishing is fail-open
-(:func:`publish_events`): a publisher that raises is logged and never fails the run.
+(:func:`publish_events`): a publisher that raises is logged and never fails the run. The op's
+output (the number of events) goes to srdp's own IO manager (``NO_STORAGE_IO_MANAGER_KEY``),
+which stores nothing, never to the application's ``io_manager``.
 """
 
 # No `from __future__ import annotations`: Dagster reads the ops' config annotations as
@@ -20,7 +22,7 @@ import duckdb
 
 import srdp
 from srdp.dagster.maintenance import MAINTENANCE_JOB
-from srdp.dagster.resource import RESOURCE_KEY, SrdpResource
+from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, SrdpResource
 
 __all__ = [
     "MONITOR_JOB",
@@ -31,6 +33,7 @@ __all__ = [
     "PressureEvent",
     "PressureMonitorConfig",
     "PressurePublisher",
+    "build_hourly_schedule",
     "check_catalog_pressure",
     "hourly_schedule",
     "monitor_job",
@@ -129,6 +132,7 @@ def publish_events(events: Sequence[PressureEvent], publisher: PressurePublisher
 
 @dg.op(
     name="srdp_check_catalog_pressure",
+    out=dg.Out(int, io_manager_key=NO_STORAGE_IO_MANAGER_KEY),
     required_resource_keys={RESOURCE_KEY, PUBLISHER_KEY},
     description="Warns and publishes one DatasetCatalogPressure event per dataset over the threshold.",
     tags={"kind": "srdp"},
@@ -155,11 +159,19 @@ def monitor_job() -> None:
     check_catalog_pressure()
 
 
-hourly_schedule = dg.ScheduleDefinition(
-    name=MONITOR_SCHEDULE,
-    job=monitor_job,
-    cron_schedule="0 * * * *",
-    execution_timezone="UTC",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="srdp catalog pressure check every hour at minute 0.",
-)
+def build_hourly_schedule(
+    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
+) -> dg.ScheduleDefinition:
+    """``srdp_catalog_pressure_hourly``: the monitor at minute 0 of every hour (UTC),
+    ``default_status`` when the Dagster instance has no state for it yet."""
+    return dg.ScheduleDefinition(
+        name=MONITOR_SCHEDULE,
+        job=monitor_job,
+        cron_schedule="0 * * * *",
+        execution_timezone="UTC",
+        default_status=default_status,
+        description="srdp catalog pressure check every hour at minute 0.",
+    )
+
+
+hourly_schedule = build_hourly_schedule()
