@@ -1,7 +1,10 @@
-"""make demo, last step: the nightly maintenance job, run once through Dagster on the demo lake.
+"""make demo, last step: the application's assets through srdp's IO manager, then the nightly
+maintenance job, both through Dagster on the demo lake.
 
-Runs ``srdp_dataset_maintenance`` from ``examples/dagster_definitions.py`` (the application's
-definitions plus srdp's) in process, then prints each dataset's result from the job's outputs.
+Loads ``examples/dagster_definitions.py`` (the application's definitions plus srdp's),
+materializes its assets (``orders``, ``order_revenue`` and two days of ``daily_orders``) through
+``SrdpIOManager`` and prints what each committed, then runs ``srdp_dataset_maintenance`` in
+process and prints each dataset's result from the job's outputs.
 """
 
 from __future__ import annotations
@@ -21,8 +24,25 @@ def main() -> int:
     spec = importlib.util.spec_from_file_location("dagster_definitions", REPO / "examples" / "dagster_definitions.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    instance = dg.DagsterInstance.ephemeral()
+    assets = module.app_definitions().assets
+    io_manager = module.defs.resources["io_manager"]
+    writes = [dg.materialize([module.orders, module.order_revenue], resources={"io_manager": io_manager}, instance=instance)]
+    for day in ("2026-12-01", "2026-12-02"):
+        writes.append(
+            dg.materialize([module.daily_orders], partition_key=day, resources={"io_manager": io_manager}, instance=instance)
+        )
+    print(f"IO manager: {len(assets)} assets")
+    for run in writes:
+        for event in run.get_asset_materialization_events():
+            meta = event.materialization.metadata
+            count = meta.get("dagster/row_count") or meta.get("dagster/partition_row_count")
+            print(
+                f"  {meta['dagster/table_name'].value}  {meta['srdp/write_mode'].value}  "
+                f"{meta['srdp/slice'].value}  rows {count.value if count else '?'}  snapshot {meta['srdp/snapshot_id'].value}"
+            )
     job = module.defs.resolve_job_def(MAINTENANCE_JOB)
-    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    result = job.execute_in_process(instance=instance, raise_on_error=False)
     print(f"dagster run {result.run_id}: {'success' if result.success else 'FAILURE'}")
     if not result.success:
         for event in result.get_step_failure_events():

@@ -27,8 +27,32 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     assert "srdp_maintain_datasets - srdp: lake.raw.events: compacted; 100 inlined rows" in out.stderr
     tail = text[text.index("== 6. "):]
     assert "dagster run " in tail and ": success" in tail
+    # Before it, the application's assets were written through srdp's IO manager.
+    writes = [line.split()[:5] for line in tail.splitlines() if line.startswith("  lake.analytics.")]
+    assert writes == [
+        ["lake.analytics.orders", "replace", "whole", "table", "rows"],
+        ["lake.analytics.order_revenue", "replace", "whole", "table", "rows"],
+        ["lake.analytics.daily_orders", "replace", "time", "window", "[2026-12-01"],
+        ["lake.analytics.daily_orders", "replace", "time", "window", "[2026-12-02"],
+    ]
+    counts = [line.split("rows ")[1].split()[0] for line in tail.splitlines() if line.startswith("  lake.analytics.")]
+    assert counts == ["4", "3", "2", "2"]
     result_rows = [line.split() for line in tail.splitlines() if line.startswith("lake ")]
     assert result_rows == [
+        ["lake", "analytics", "daily_orders", "4", "4", "1", "1", "1", "flushed"],
+        ["lake", "analytics", "order_revenue", "3", "3", "1", "1", "1", "flushed"],
+        ["lake", "analytics", "orders", "4", "4", "1", "1", "1", "flushed"],
         ["lake", "raw", "events", "100", "100", "2", "1", "1", "compacted"],
         ["lake", "raw", "users", "0", "0", "1", "1", "1", "nothing", "to", "do"],
     ]
+    # An independent reader sees exactly what the IO manager wrote.
+    import srdp
+
+    con = srdp.connect(config=str(REPO / "examples" / "srdp.toml"))
+    con.execute("SELECT * FROM srdp_attach_catalog('lake')")
+    assert con.execute("SELECT customer, revenue FROM lake.analytics.order_revenue ORDER BY 1").fetchall() == [
+        ("ada", 42.75), ("bob", 8.0), ("cy", 4.75)
+    ]
+    assert con.execute("SELECT count(*), sum(orders) FROM lake.analytics.daily_orders").fetchone() == (4, 16)
+    con.execute("DETACH lake")
+    con.close()

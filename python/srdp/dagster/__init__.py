@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from srdp.dagster.definitions import add_srdp_definitions, srdp_definitions
+from srdp.dagster.io_manager import SNAPSHOT_KEY, IOManagerError, SrdpIOManager
 from srdp.dagster.maintenance import (
     MAINTENANCE_JOB,
     MAINTENANCE_SCHEDULE,
@@ -80,6 +81,9 @@ __all__ = [
     "PressureEvent",
     "PressureMonitorConfig",
     "PressurePublisher",
+    "SNAPSHOT_KEY",
+    "IOManagerError",
+    "SrdpIOManager",
     "SrdpResource",
     "add_srdp_definitions",
     "build_hourly_schedule",

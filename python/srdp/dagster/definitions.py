@@ -6,11 +6,15 @@ import os
 
 import dagster as dg
 
+from srdp.dagster.io_manager import SrdpIOManager
 from srdp.dagster.maintenance import build_nightly_schedule, maintenance_job
 from srdp.dagster.pressure import PUBLISHER_KEY, LogPublisher, PressurePublisher, build_hourly_schedule, monitor_job
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, NoStorageIOManager, SrdpResource
 
-__all__ = ["add_srdp_definitions", "srdp_definitions"]
+__all__ = ["IO_MANAGER_KEY", "add_srdp_definitions", "srdp_definitions"]
+
+#: Dagster's default IO manager key, which SrdpIOManager takes with ``io_manager=True``.
+IO_MANAGER_KEY = "io_manager"
 
 
 def srdp_definitions(
@@ -18,18 +22,26 @@ def srdp_definitions(
     publisher: PressurePublisher | None = None,
     *,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
+    io_manager: bool = False,
+    catalog: str = "lake",
 ) -> dg.Definitions:
     """The srdp jobs, schedules and resources for the definition file at ``config_path``; both
     schedules start as ``default_status`` (running unless told otherwise). srdp's ops send their
-    outputs to their own IO manager (``NO_STORAGE_IO_MANAGER_KEY``), never to ``io_manager``."""
+    outputs to their own IO manager (``NO_STORAGE_IO_MANAGER_KEY``), never to ``io_manager``.
+    With ``io_manager=True`` the application's ``io_manager`` is :class:`SrdpIOManager` on
+    ``catalog`` of the same file."""
+    path = os.path.abspath(config_path)
+    resources: dict[str, object] = {
+        RESOURCE_KEY: SrdpResource(config_path=path),
+        PUBLISHER_KEY: dg.ResourceDefinition.hardcoded_resource(publisher or LogPublisher()),
+        NO_STORAGE_IO_MANAGER_KEY: NoStorageIOManager(),
+    }
+    if io_manager:
+        resources[IO_MANAGER_KEY] = SrdpIOManager(config_path=path, catalog=catalog)
     return dg.Definitions(
         jobs=[maintenance_job, monitor_job],
         schedules=[build_nightly_schedule(default_status), build_hourly_schedule(default_status)],
-        resources={
-            RESOURCE_KEY: SrdpResource(config_path=os.path.abspath(config_path)),
-            PUBLISHER_KEY: dg.ResourceDefinition.hardcoded_resource(publisher or LogPublisher()),
-            NO_STORAGE_IO_MANAGER_KEY: NoStorageIOManager(),
-        },
+        resources=resources,
     )
 
 
@@ -40,11 +52,23 @@ def add_srdp_definitions(
     enabled: bool = True,
     publisher: PressurePublisher | None = None,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
+    io_manager: bool = False,
+    catalog: str = "lake",
 ) -> dg.Definitions:
     """``defs`` plus srdp's maintenance and monitor when datasets are enabled; ``defs`` otherwise.
-    Both schedules start as ``default_status`` (running unless told otherwise)."""
+    Both schedules start as ``default_status`` (running unless told otherwise). With
+    ``io_manager=True``, :class:`SrdpIOManager` on ``catalog`` becomes the ``io_manager`` (an
+    application that already sets one is refused rather than silently overridden)."""
     if not enabled:
         return defs
+    if io_manager and IO_MANAGER_KEY in (defs.resources or {}):
+        raise ValueError(
+            "add_srdp_definitions(io_manager=True): the application already sets resource "
+            "'io_manager'; remove it, or leave io_manager=False and keep the application's own"
+        )
     return dg.Definitions.merge(
-        defs, srdp_definitions(config_path, publisher=publisher, default_status=default_status)
+        defs,
+        srdp_definitions(
+            config_path, publisher=publisher, default_status=default_status, io_manager=io_manager, catalog=catalog
+        ),
     )
