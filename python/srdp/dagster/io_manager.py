@@ -88,9 +88,18 @@ class SrdpIOManager(dg.ConfigurableIOManager):
             },
             raw_validated=raw and bool(rules["raw_validated"]["enabled"]),
             drop_missing_columns=bool((context.definition_metadata or {}).get("drop_missing_columns", False)),
+            partition_slices=self._partition_slices(context),
         )
         result = session.write(plan, data)
-        context.add_output_metadata(self._metadata(table, plan, result, context.has_asset_partitions))
+        metadata = self._metadata(table, plan, result, context.has_asset_partitions)
+        if result.rows_by_partition:
+            # Several partitions (a range): each partition's materialization gets its own count.
+            for key, rows in result.rows_by_partition.items():
+                context.step_context.add_asset_metadata(
+                    {"dagster/partition_row_count": rows}, asset_key=context.asset_key, partition_key=key
+                )
+            metadata["srdp/rows_in_slice"] = metadata.pop("dagster/partition_row_count")
+        context.add_output_metadata(metadata)
         context.log.info(
             f"{table.name}: {mode} of {part.description}, {result.rows_written} rows written in "
             f"snapshot {result.snapshot_id} ({result.attempts} attempt(s))"
@@ -115,7 +124,8 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         return mode
 
     @staticmethod
-    def _slice(context: dg.OutputContext | dg.InputContext) -> Slice:
+    def _slice(context: dg.OutputContext | dg.InputContext, only: str | None = None) -> Slice:
+        """The rows of the context's partitions (or of partition ``only`` among them)."""
         metadata = (
             context.definition_metadata
             if isinstance(context, dg.OutputContext)
@@ -123,7 +133,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         ) or {}
         expr = metadata.get(PARTITION_EXPR_KEY)
         definition = context.asset_partitions_def
-        keys: list[Any] = list(context.asset_partition_keys)
+        keys: list[Any] = [only] if only is not None else list(context.asset_partition_keys)
         if isinstance(definition, dg.MultiPartitionsDefinition):
             windows: dict[str, dict[str, Any]] = {}
             for dimension in definition.partitions_defs:
@@ -141,9 +151,20 @@ class SrdpIOManager(dg.ConfigurableIOManager):
                 multi.append(by_dimension)
             return slice_condition(expr, None, multi, windows)
         if isinstance(definition, dg.TimeWindowPartitionsDefinition):
-            window = context.asset_partitions_time_window
+            window = (
+                definition.time_window_for_partition_key(only)
+                if only is not None
+                else context.asset_partitions_time_window
+            )
             return slice_condition(expr, (window.start, window.end), keys)
         return slice_condition(expr, None, keys)
+
+    @classmethod
+    def _partition_slices(cls, context: dg.OutputContext) -> dict[str, Slice]:
+        """Each partition's own slice when the output covers several, else nothing."""
+        if not context.has_asset_partitions or len(context.asset_partition_keys) < 2:
+            return {}
+        return {str(key): cls._slice(context, only=key) for key in context.asset_partition_keys}
 
     @staticmethod
     def _message(context: dg.OutputContext, part: Slice) -> str:

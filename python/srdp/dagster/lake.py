@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -42,6 +42,9 @@ _PROMOTIONS: dict[str, set[str]] = {
 #: The name the data is registered under on the connection during a write.
 _SOURCE = "__srdp_io_source"
 
+#: The error a streamed output's INSERT raises at its first row outside the partition.
+_OUTSIDE = "srdp: output row outside the partition"
+
 
 def lossless(old: str, new: str) -> bool:
     """Whether DuckLake can promote column type ``old`` to ``new`` without loss."""
@@ -60,6 +63,9 @@ class WritePlan:
     extra: dict[str, Any]
     raw_validated: bool
     drop_missing_columns: bool
+    #: Each partition key's own slice, when the write covers several (a range): rows are
+    #: counted per partition in the write's snapshot.
+    partition_slices: dict[str, Slice] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,6 +77,7 @@ class WriteResult:
     attempts: int
     created: bool
     added_columns: list[str]
+    rows_by_partition: dict[str, int] = field(default_factory=dict)
 
 
 class LakeSession:
@@ -197,17 +204,33 @@ class LakeSession:
             con.execute(f"CREATE TABLE {t.sql} ({columns})")
         else:
             added = self._evolve(plan, existing, incoming)
-        if plan.slice.condition is not None and data.replayable and data_outside_slice(con, plan.slice):
-            raise IOManagerError(
-                f"the output for {t.name} has rows outside {plan.slice.description}; a partitioned "
-                "asset writes only its own partition's rows (check partition_expr)"
-            )
+        outside = (
+            f"the output for {t.name} has rows outside {plan.slice.description}; a partitioned "
+            "asset writes only its own partition's rows (check partition_expr)"
+        )
+        select = f"SELECT * FROM {_SOURCE}"
+        select_params: list[Any] = []
+        if plan.slice.condition is not None:
+            if data.replayable:
+                if data_outside_slice(con, plan.slice):
+                    raise IOManagerError(outside)
+            else:
+                # A stream is read once, by the INSERT: its rows are checked as they pass (the
+                # error rolls the whole transaction back).
+                select += f" WHERE CASE WHEN coalesce({plan.slice.condition}, false) THEN true ELSE error(?) END"
+                select_params = [*plan.slice.params, _OUTSIDE]
         if plan.mode == "replace":
             where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
             con.execute(f"DELETE FROM {t.sql}{where}", plan.slice.params)
-        inserted = con.execute(f"INSERT INTO {t.sql} BY NAME SELECT * FROM {_SOURCE}").fetchone()
+        try:
+            inserted = con.execute(f"INSERT INTO {t.sql} BY NAME {select}", select_params).fetchone()
+        except duckdb.Error as error:
+            if select_params and _OUTSIDE in str(error):
+                raise IOManagerError(outside) from None
+            raise
         where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
         in_slice = con.execute(f"SELECT count(*) FROM {t.sql}{where}", plan.slice.params).fetchone()
+        by_partition = partition_counts(con, t, plan)
         return WriteResult(
             rows_written=int(inserted[0]) if inserted else 0,
             rows_in_slice=int(in_slice[0]) if in_slice else 0,
@@ -216,6 +239,7 @@ class LakeSession:
             attempts=attempt,
             created=existing is None,
             added_columns=added,
+            rows_by_partition=by_partition,
         )
 
     def _evolve(
@@ -263,6 +287,18 @@ class LakeSession:
         condition = f" WHERE {where.condition}" if where.condition else ""
         cursor = self.con.cursor()
         return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
+
+
+def partition_counts(con: duckdb.DuckDBPyConnection, table: TableRef, plan: WritePlan) -> dict[str, int]:
+    """Rows of each partition of ``plan.partition_slices`` in the table, in one scan of the slice."""
+    if not plan.partition_slices:
+        return {}
+    keys = list(plan.partition_slices)
+    counts = ", ".join(f"count(*) FILTER (WHERE {plan.partition_slices[k].condition})" for k in keys)
+    params = [p for k in keys for p in plan.partition_slices[k].params]
+    where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
+    row = con.execute(f"SELECT {counts} FROM {table.sql}{where}", [*params, *plan.slice.params]).fetchone()
+    return {k: int(n) for k, n in zip(keys, row or [])}
 
 
 def data_outside_slice(con: duckdb.DuckDBPyConnection, part: Slice) -> bool:
