@@ -236,7 +236,7 @@ def rows_of(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, pa.RecordBatchReader):
         return value.read_all().to_pylist()
     if isinstance(value, duckdb.DuckDBPyRelation):
-        return value.fetch_arrow_table().to_pylist()
+        return value.to_arrow_table().to_pylist()
     module = type(value).__module__.split(".")[0]
     if module == "pandas":
         return pa.Table.from_pandas(value, preserve_index=False).to_pylist()

@@ -40,7 +40,7 @@ def source_of(obj: Any) -> Source:
     if isinstance(obj, pa.RecordBatchReader):
         return Source(obj, False, "pyarrow.RecordBatchReader")
     if isinstance(obj, duckdb.DuckDBPyRelation):
-        return Source(obj.fetch_record_batch(BATCH_ROWS), False, "duckdb relation")
+        return Source(obj.to_arrow_reader(BATCH_ROWS), False, "duckdb relation")
     module = type(obj).__module__.split(".")[0]
     if module == "pandas":
         import pandas as pd
@@ -64,7 +64,7 @@ def source_of(obj: Any) -> Source:
 def load_as(annotation: Any, relation: duckdb.DuckDBPyRelation) -> Any:
     """``relation`` as the input's annotated type (a pyarrow ``Table`` when not annotated)."""
     if annotation is pa.RecordBatchReader:
-        return relation.fetch_record_batch(BATCH_ROWS)
+        return relation.to_arrow_reader(BATCH_ROWS)
     if annotation is duckdb.DuckDBPyRelation:
         return relation
     name = f"{getattr(annotation, '__module__', '')}.{getattr(annotation, '__qualname__', '')}"
@@ -75,7 +75,7 @@ def load_as(annotation: Any, relation: duckdb.DuckDBPyRelation) -> Any:
     if name.startswith("polars.") and name.endswith("DataFrame"):
         return relation.pl()
     if annotation in (None, pa.Table) or name in ("typing.Any", "builtins.object"):
-        return relation.fetch_arrow_table()
+        return relation.to_arrow_table()
     raise TypeError(
         f"SrdpIOManager cannot load an input annotated {name}: annotate it as pyarrow.Table, "
         "pyarrow.RecordBatchReader, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or "
