@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pyarrow as pa
 import pytest
 
@@ -23,7 +22,6 @@ from conftest import REPO
 from iomanager_support import (  # noqa: F401  (fixtures)
     _close_io_sessions_after_test,
     column_schema,
-    error_text,
     extra_info,
     io_manager,
     lake,
@@ -32,7 +30,6 @@ from iomanager_support import (  # noqa: F401  (fixtures)
     view,
     write_sql,
 )
-from srdp.dagster.io_manager import SrdpIOManager
 from srdp.dagster.tables import IOManagerError
 
 
@@ -116,120 +113,6 @@ def test_a_one_part_key_without_a_schema_is_refused(sqlite_lake: Path) -> None:
     )
     with view(sqlite_lake) as v:
         assert (v.meta.datasets(), v.latest_snapshot()) == ({}, 0)
-
-
-# --- who may write --------------------------------------------------------------------------
-
-OWNER_REFUSALS = {
-    "raw": "it is owned by 'dlt' (single_writer)",
-    "curated": "it is owned by 'dbt' (single_writer)",
-    "reports": "it is owned by 'reporting' (single_writer)",
-    "misc": "it has no owner in the definition; define [catalogs.lake.schemas.misc] with writer and layer",
-}
-
-
-@pytest.mark.parametrize("schema", sorted(OWNER_REFUSALS))
-def test_a_schema_the_io_manager_does_not_own_is_refused_and_its_table_and_snapshot_stay(
-    sqlite_lake: Path, schema: str
-) -> None:
-    write_sql(
-        sqlite_lake,
-        f"CREATE SCHEMA lake.{schema}",
-        f"CREATE TABLE lake.{schema}.events AS SELECT range AS id, 'old' AS v FROM range(3)",
-    )
-
-    @dg.asset(key=[schema, "events"])
-    def events() -> pa.Table:
-        return orders_table([7, 8], "new")
-
-    with view(sqlite_lake) as v:
-        before = v.latest_snapshot()
-    with pytest.raises(duckdb.BinderException) as error:
-        dg.materialize([events], resources={"io_manager": io_manager(sqlite_lake)})
-    assert error_text(error.value) == (
-        f"Binder Error: srdp_check_writer: writer 'io_manager' may not write schema '{schema}' of catalog "
-        f"'lake': {OWNER_REFUSALS[schema]}. 'io_manager' may write: analytics, marts, raw_io. To relax the "
-        f"rule, add the line `single_writer = false` under [rules] in {sqlite_lake}"
-    )
-    with view(sqlite_lake) as v:
-        assert v.table(f"{schema}.events") == [(0, "old"), (1, "old"), (2, "old")]
-        assert v.latest_snapshot() == before
-
-
-def test_a_schema_owned_by_another_writer_name_is_written_by_that_io_manager(sqlite_lake: Path) -> None:
-    @dg.asset(key=["reports", "weekly"])
-    def weekly() -> pa.Table:
-        return orders_table([1, 2], "w")
-
-    result = dg.materialize([weekly], resources={"io_manager": io_manager(sqlite_lake, writer="reporting")})
-    with view(sqlite_lake) as v:
-        assert v.table("reports.weekly") == [(1, "w1"), (2, "w2")]
-        assert v.snapshot_of_run(result.run_id)["author"] == "reporting"
-
-
-def test_raw_is_append_only_a_replace_is_refused_before_writing(lake: Path) -> None:
-    @dg.asset(key=["raw_io", "events"])
-    def events() -> pa.Table:
-        return orders_table([1, 2], "a")
-
-    @dg.asset(key=["raw_io", "events"], metadata={"write_mode": "replace"})
-    def events_replace() -> pa.Table:
-        return orders_table([9], "r")
-
-    io = {"io_manager": io_manager(lake)}
-    first, second = dg.materialize([events], resources=io), dg.materialize([events], resources=io)
-    with view(lake) as v:
-        # The default in raw is append: both runs' rows are there.
-        assert v.table("raw_io.events") == [(1, "a1"), (1, "a1"), (2, "a2"), (2, "a2")]
-        assert materialization(second, "raw_io__events")["srdp/write_mode"] == "append"
-        assert materialization(second, "raw_io__events")["dagster/row_count"] == 4
-        assert v.snapshot_of_run(second.run_id)["snapshot_id"] == v.snapshot_of_run(first.run_id)["snapshot_id"] + 1
-        before = v.latest_snapshot()
-    with pytest.raises(IOManagerError) as error:
-        dg.materialize([events_replace], resources=io)
-    assert str(error.value) == (
-        "writing lake.raw_io.events with write_mode 'replace' is refused: schema 'raw_io' is a raw layer and "
-        "rule raw_append_only is on (raw keeps a complete audit trail and curated layers can always be rebuilt "
-        "from it). Write with write_mode 'append', or relax the rule with the line `raw_append_only = false` "
-        "under [rules] in srdp.toml; nothing was written"
-    )
-    with view(lake) as v:
-        assert v.table("raw_io.events") == [(1, "a1"), (1, "a1"), (2, "a2"), (2, "a2")]
-        assert v.latest_snapshot() == before
-
-
-def test_raw_validated_refuses_a_changed_column_type_and_allows_a_new_column(lake: Path) -> None:
-    @dg.asset(key=["raw_io", "events"])
-    def events() -> pa.Table:
-        return pa.table({"id": pa.array([1, 2], pa.int32()), "v": ["a", "b"]})
-
-    @dg.asset(key=["raw_io", "events"])
-    def events_wider() -> pa.Table:  # INTEGER -> BIGINT is lossless, but raw freezes types
-        return pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]})
-
-    @dg.asset(key=["raw_io", "events"])
-    def events_more() -> pa.Table:
-        return pa.table({"id": pa.array([4], pa.int32()), "v": ["d"], "note": ["new"]})
-
-    io = {"io_manager": io_manager(lake)}
-    dg.materialize([events], resources=io)
-    with view(lake) as v:
-        before = v.latest_snapshot()
-    with pytest.raises(IOManagerError) as error:
-        dg.materialize([events_wider], resources=io)
-    assert str(error.value) == (
-        "lake.raw_io.events: column 'id' is INTEGER and the output has BIGINT; rule raw_validated freezes "
-        "column types in raw (new columns are allowed). Cast the column to the table's type, or relax the "
-        "rule with the line `raw_validated = false` under [rules] in srdp.toml"
-    )
-    with view(lake) as v:
-        assert v.table("raw_io.events") == [(1, "a"), (2, "b")]
-        assert v.latest_snapshot() == before
-        assert [c[:2] for c in v.columns("raw_io", "events")] == [("id", "int32"), ("v", "varchar")]
-    more = dg.materialize([events_more], resources=io)
-    with view(lake) as v:
-        assert v.table("raw_io.events") == [(1, "a", None), (2, "b", None), (4, "d", "new")]
-        assert v.columns("raw_io", "events")[2] == ("note", "varchar", v.snapshot_of_run(more.run_id)["snapshot_id"], None)
 
 
 # --- write modes ----------------------------------------------------------------------------
@@ -336,6 +219,41 @@ def test_a_failure_after_the_delete_leaves_the_old_rows_and_snapshot(lake: Path)
         assert v.latest_snapshot() == before
 
 
+def test_columns_are_matched_by_name_and_odd_names_are_quoted(lake: Path) -> None:
+    @dg.asset(key=["analytics", "odd"], metadata={"dagster/table_name": 'analytics.we"ird table'})
+    def odd() -> pa.Table:
+        return pa.table({"id": pa.array([1], pa.int64()), 'a "b"': ["x"]})
+
+    @dg.asset(key=["analytics", "odd"], metadata={"dagster/table_name": 'analytics.we"ird table', "write_mode": "append"})
+    def odd_reordered() -> pa.Table:  # columns in another order, one of them new
+        return pa.table({'a "b"': ["y"], "new col": pa.array([7], pa.int64()), "id": pa.array([2], pa.int64())})
+
+    io = {"io_manager": io_manager(lake)}
+    first = dg.materialize([odd], resources=io)
+    second = dg.materialize([odd_reordered], resources=io)
+    with view(lake) as v:
+        assert set(v.meta.datasets()) == {("analytics", 'we"ird table')}
+        assert v.rows('SELECT * FROM lake.analytics."we""ird table" ORDER BY id') == [(1, "x", None), (2, "y", 7)]
+        assert [c[0] for c in v.columns("analytics", 'we"ird table')] == ["id", 'a "b"', "new col"]
+    assert materialization(first, "analytics__odd")["dagster/table_name"] == 'lake.analytics.we"ird table'
+    assert materialization(second, "analytics__odd")["srdp/added_columns"] == "new col"
+
+
+def test_an_output_of_an_unsupported_type_is_refused_before_anything_is_written(sqlite_lake: Path) -> None:
+    @dg.asset(key_prefix=["analytics"])
+    def numbers() -> list:
+        return [1, 2, 3]
+
+    with pytest.raises(TypeError) as error:
+        dg.materialize([numbers], resources={"io_manager": io_manager(sqlite_lake)})
+    assert str(error.value) == (
+        "SrdpIOManager cannot store a builtins.list: return a pyarrow Table or RecordBatchReader, a pandas or "
+        "polars DataFrame, a polars LazyFrame or a DuckDB relation"
+    )
+    with view(sqlite_lake) as v:
+        assert (v.meta.datasets(), v.latest_snapshot()) == ({}, 0)
+
+
 # --- metadata and audit ---------------------------------------------------------------------
 
 
@@ -388,7 +306,6 @@ import os
 import dagster as dg
 import pyarrow as pa
 
-from srdp.dagster.io_manager import SrdpIOManager
 
 
 @dg.asset(key_prefix=["analytics"])

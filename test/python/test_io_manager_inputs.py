@@ -228,3 +228,21 @@ def test_loading_a_table_that_does_not_exist_says_so(sqlite_lake: Path) -> None:
         dg.materialize([orders, reader("pyarrow.Table", seen, ["analytics", "orders"])], selection=["read_pyarrow_Table"], resources={"io_manager": io_manager(sqlite_lake)})
     assert str(error.value) == "lake.analytics.orders does not exist; materialize its asset first"
     assert seen == {}
+
+
+def test_an_input_of_an_unsupported_annotation_is_refused(sqlite_lake: Path) -> None:
+    @dg.asset(key_prefix=["analytics"])
+    def orders() -> pa.Table:
+        return ROWS
+
+    @dg.asset(ins={"orders": dg.AssetIn(key=["analytics", "orders"])})
+    def as_dict(orders: dict) -> None:
+        raise AssertionError(f"never reached: {orders}")
+
+    with pytest.raises(TypeError) as error:
+        dg.materialize([orders, as_dict], resources={"io_manager": io_manager(sqlite_lake)})
+    assert str(error.value) == (
+        "SrdpIOManager cannot load an input annotated builtins.dict: annotate it as pyarrow.Table, "
+        "pyarrow.RecordBatchReader, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or "
+        "duckdb.DuckDBPyRelation"
+    )

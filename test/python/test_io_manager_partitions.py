@@ -284,3 +284,25 @@ def test_partition_dates_are_plain_days(sqlite_lake: Path) -> None:
         dg.materialize([daily_totals], resources=io, partition_key=day)
     with view(sqlite_lake) as v:
         assert v.table("analytics.daily_totals") == [(date(2024, 1, 1), 1), (date(2024, 1, 2), 1)]
+
+
+def test_an_empty_partition_output_replaces_the_partition_with_zero_rows(lake: Path) -> None:
+    empty: list[str] = []
+
+    @dg.asset(key_prefix=["analytics"], partitions_def=DAILY, metadata={"partition_expr": "ts"})
+    def sales(context) -> pa.Table:  # noqa: ANN001
+        rows = day_rows(context.partition_key, "v1")
+        return rows.slice(0, 0) if context.partition_key in empty else rows
+
+    io = {"io_manager": io_manager(lake)}
+    for day in ("2024-01-01", "2024-01-02"):
+        dg.materialize([sales], resources=io, partition_key=day)
+    empty.append("2024-01-01")
+    again = dg.materialize([sales], resources=io, partition_key="2024-01-01")
+    with view(lake) as v:
+        assert list(rows_by_day(v)) == ["2024-01-02"]
+        assert len(rows_by_day(v)["2024-01-02"]) == 3
+        assert v.snapshot_of_run(again.run_id)["snapshot_id"] == v.latest_snapshot()
+    meta = by_partition(again, "analytics__sales")["2024-01-01"]
+    assert (meta["dagster/partition_row_count"], meta["srdp/rows_written"]) == (0, 0)
+    assert meta["srdp/note"] == "replaced time window [2024-01-01 00:00:00, 2024-01-02 00:00:00) with 0 rows (the output was empty)"
