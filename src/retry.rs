@@ -4,14 +4,19 @@
 //! conflict is run again until `max_retry_seconds` have passed since its first attempt, so a
 //! busy hour of loaders delays the nightly maintenance instead of failing it. `max_attempts`
 //! still caps the count (off by default: a thousand attempts). Waits start at
-//! `retry_backoff_ms`, double each attempt up to [`MAX_RETRY_WAIT_MS`], and are jittered
+//! `retry_backoff_ms`, double each attempt up to [`MAX_RETRY_WAIT_MS`] (250 ms), and are jittered
 //! ("equal jitter": between half and all of that wait), so two processes that collided once do
 //! not collide again in lock step.
 
 use std::time::Duration;
 
-/// Cap of one wait between attempts.
-pub const MAX_RETRY_WAIT_MS: u64 = 2000;
+/// Cap of one wait between attempts. Short on purpose: on a busy SQLite catalog a flush
+/// commits only in a gap between loaders' commits, and every wait lets more inlined rows pile
+/// up, which makes the next attempt longer and less likely to fit a gap. With two loaders
+/// committing for 60 s (`bench/load.py`), a 2 s cap left a call retrying until the loaders
+/// stopped (up to 59 s, 38 attempts); with 250 ms, 12-20 calls finished during the load, the
+/// longest in 14-21 s.
+pub const MAX_RETRY_WAIT_MS: u64 = 250;
 
 /// How often and how long a step is retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +94,8 @@ mod tests {
     #[test]
     fn backoff_doubles_and_caps() {
         let ms: Vec<u128> = (1..=7).map(|a| backoff(100, a).as_millis()).collect();
-        assert_eq!(ms, vec![100, 200, 400, 800, 1600, 2000, 2000]);
+        assert_eq!(ms, vec![100, 200, 250, 250, 250, 250, 250]);
+        assert_eq!(backoff(10, 4).as_millis(), 80);
         assert_eq!(backoff(0, 3), Duration::ZERO);
     }
 
@@ -97,16 +103,16 @@ mod tests {
     fn waits_are_jittered_between_half_and_all() {
         let p = policy();
         assert_eq!(
-            p.next_wait(3, Duration::ZERO, 0.0),
-            Some(Duration::from_millis(200))
+            p.next_wait(2, Duration::ZERO, 0.0),
+            Some(Duration::from_millis(100))
         );
         assert_eq!(
-            p.next_wait(3, Duration::ZERO, 0.5),
-            Some(Duration::from_millis(300))
+            p.next_wait(2, Duration::ZERO, 0.5),
+            Some(Duration::from_millis(150))
         );
         assert_eq!(
             p.next_wait(9, Duration::ZERO, 0.999_999),
-            Some(Duration::from_secs(2).mul_f64(0.999_999_5))
+            Some(Duration::from_millis(250).mul_f64(0.999_999_5))
         );
     }
 
@@ -116,8 +122,8 @@ mod tests {
         assert_eq!(p.next_wait(40, Duration::from_secs(10), 0.3), None);
         // The last wait is cut so the last attempt starts inside the budget.
         assert_eq!(
-            p.next_wait(40, Duration::from_millis(9_500), 1.0),
-            Some(Duration::from_millis(500))
+            p.next_wait(40, Duration::from_millis(9_900), 1.0),
+            Some(Duration::from_millis(100))
         );
     }
 

@@ -3,8 +3,8 @@
 //!
 //! For each selected dataset, in (schema, table) order, one
 //! `ducklake_flush_inlined_data(alias, schema_name => ..., table_name => ...)` that commits on
-//! its own, retried on transaction conflicts and busy catalogs (`max_attempts`, doubling waits
-//! from `retry_backoff_ms`, capped at 2 s). Never expires snapshots or deletes files.
+//! its own, retried on transaction conflicts and busy catalogs (`max_retry_seconds`, doubling waits
+//! from `retry_backoff_ms`, capped at 250 ms, jittered). Never expires snapshots or deletes files.
 //! Parameters: `catalog` (attached as writer, except for a dry run), `schema_name :=`,
 //! `table_name :=`, `dry_run := false` (true: return the planned rows, change nothing),
 //! `config :=`.
