@@ -133,7 +133,8 @@ pub enum SrdpError {
     /// The single_writer rule refuses this writer on this schema.
     #[error(
         "writer '{writer}' may not write schema '{schema}' of catalog '{catalog}': {why}. \
-         To relax the rule, add the line `single_writer = false` under [rules] in {path}"
+         To relax the rule, add {relax} in {path}",
+        relax = crate::rules::relax_line(crate::rules::SINGLE_WRITER)
     )]
     WriterRefused {
         writer: String,

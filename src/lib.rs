@@ -14,10 +14,11 @@
 //! Every function takes `config := 'path'`; otherwise the `srdp_config` setting, then
 //! `$SRDP_CONFIG`, then `./srdp.toml` is used.
 //!
-//! Layout: [`config`], [`attach`], [`plan`], [`sql`] and [`redact`] are pure and unit-tested
-//! without DuckDB; [`runner`] executes SQL on the runner connection and [`maintenance`] runs the
-//! per-dataset steps on it; [`functions`] holds one file per SQL function; this file holds only
-//! the entrypoint.
+//! Layout: [`config`] (a folder: raw serde layer, model, validation, discovery, spans, paths),
+//! [`rules`] (a folder: the rules, the single_writer check, the dlt destination), [`attach`],
+//! [`plan`], [`sql`] and [`redact`] are pure and unit-tested without DuckDB; [`runner`] executes
+//! SQL on the runner connection and [`maintenance`] runs the per-dataset steps on it;
+//! [`functions`] holds one file per SQL function; this file holds only the entrypoint.
 
 pub mod attach;
 pub mod config;

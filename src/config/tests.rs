@@ -1,4 +1,6 @@
 use super::*;
+use crate::error::Result;
+use std::path::{Path, PathBuf};
 
 fn parse_at(text: &str) -> Result<Config> {
     parse(Path::new("/etc/srdp/srdp.toml"), text)
@@ -361,6 +363,8 @@ fn urls_are_recognised() {
 
 mod discovery {
     use super::super::*;
+    use std::path::PathBuf;
+    use std::sync::Arc;
 
     fn tmp(name: &str) -> PathBuf {
         let dir =

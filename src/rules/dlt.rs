@@ -1,255 +1,10 @@
-//! Who may write where, and what a dlt load must look like (pure: config in, decisions out).
-//!
-//! The three safety rules are on unless `srdp.toml` relaxes one with a visible line under
-//! `[rules]`; every relaxation is reported with that line, and every load that runs with a rule
-//! off gets one warning per relaxed rule. Schema ownership comes from
-//! `[catalogs.<c>.schemas.<s>]`; a tenant project's datasets (`<project>_<layer>`) take the owner
-//! of the catalog's schemas of that layer.
+//! What a dlt load must look like: the destination `srdp_dlt_destination` plans for one load,
+//! and the URLs and names dlt and lineage see.
 
-use crate::config::{Backend, CatalogDef, Config, Rule};
+use super::single_writer::{check_writer, ownership};
+use super::{list, relaxed_warnings_except, SINGLE_WRITER};
+use crate::config::{Backend, Config, DEFAULT_FILE_METADATA_SCHEMA};
 use crate::error::{Result, SrdpError};
-
-/// One safety rule: its key under `[rules]`, and why it exists in a reviewer's words.
-#[derive(Debug, PartialEq, Eq)]
-pub struct RuleInfo {
-    pub name: &'static str,
-    pub why: &'static str,
-    pub cost_if_relaxed: &'static str,
-}
-
-/// The rules, in the order `srdp_rules` lists them.
-pub const RULES: [RuleInfo; 3] = [
-    RuleInfo {
-        name: "raw_append_only",
-        why: "raw keeps a complete audit trail and curated layers can always be rebuilt from it",
-        cost_if_relaxed:
-            "the audit trail and rebuild from raw are lost for those tables; dropping \
-                          a table also resets dlt's incremental state",
-    },
-    RuleInfo {
-        name: "raw_validated",
-        why: "unconforming data is caught before it reaches the lake while sources can still add \
-              fields",
-        cost_if_relaxed: "a type mismatch silently adds a variant column (such as \
-                          `amount__v_text`) instead of failing",
-    },
-    RuleInfo {
-        name: "single_writer",
-        why: "dlt cannot load into tables another writer created, and Dagster models one asset \
-              per data object",
-        cost_if_relaxed: "a mix-up fails during the load instead of before it",
-    },
-];
-
-/// The state of one rule as `srdp_rules` reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleState {
-    pub info: &'static RuleInfo,
-    pub enabled: bool,
-    /// `default`, or `<file>:<line>` of the line that sets it.
-    pub source: String,
-}
-
-fn rule_of<'a>(config: &'a Config, name: &str) -> &'a Rule {
-    match name {
-        "raw_append_only" => &config.rules.raw_append_only,
-        "raw_validated" => &config.rules.raw_validated,
-        _ => &config.rules.single_writer,
-    }
-}
-
-/// Every rule with its state and source.
-pub fn states(config: &Config) -> Vec<RuleState> {
-    RULES
-        .iter()
-        .map(|info| {
-            let rule = rule_of(config, info.name);
-            RuleState {
-                info,
-                enabled: rule.enabled,
-                source: match rule.line {
-                    Some(line) => format!("{}:{line}", config.path.display()),
-                    None => "default".to_string(),
-                },
-            }
-        })
-        .collect()
-}
-
-/// One warning per relaxed rule, to be logged on every load.
-pub fn relaxed_warnings(config: &Config) -> Vec<String> {
-    relaxed_warnings_except(config, None)
-}
-
-/// [`relaxed_warnings`] without the rule named `skip`.
-fn relaxed_warnings_except(config: &Config, skip: Option<&str>) -> Vec<String> {
-    states(config)
-        .into_iter()
-        .filter(|s| !s.enabled && Some(s.info.name) != skip)
-        .map(|s| {
-            format!(
-                "srdp rule {} is relaxed by {}: {}",
-                s.info.name, s.source, s.info.cost_if_relaxed
-            )
-        })
-        .collect()
-}
-
-/// The outcome of a writer check that allowed the write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriterCheck {
-    /// The owners of the schema (`None` when the definition names none).
-    pub owner: Option<String>,
-    pub layer: Option<String>,
-    /// Set when the write is allowed only because `single_writer` is relaxed.
-    pub warning: Option<String>,
-}
-
-/// Writers and layer of `schema`: its own entry, or the layer's entry for a tenant dataset.
-fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
-    if let Some(s) = def.schemas.get(schema) {
-        return Some((s.writers.clone(), s.layer.clone()));
-    }
-    for project in def.projects.keys() {
-        for layer in def.layers() {
-            if def.project_dataset(project, &layer) == schema {
-                let mut writers: Vec<String> = def
-                    .schemas
-                    .values()
-                    .filter(|s| s.layer == layer)
-                    .flat_map(|s| s.writers.iter().cloned())
-                    .collect();
-                writers.sort();
-                writers.dedup();
-                return Some((writers, layer));
-            }
-        }
-    }
-    None
-}
-
-/// Every writer named in the catalog's schemas, sorted.
-fn writers(def: &CatalogDef) -> Vec<String> {
-    let mut all: Vec<String> = def
-        .schemas
-        .values()
-        .flat_map(|s| s.writers.iter().cloned())
-        .collect();
-    all.sort();
-    all.dedup();
-    all
-}
-
-fn list(items: &[String]) -> String {
-    if items.is_empty() {
-        "none".to_string()
-    } else {
-        items.join(", ")
-    }
-}
-
-/// May `writer` write `schema` of `catalog`? An error says who owns it and how to relax the rule.
-pub fn check_writer(
-    config: &Config,
-    catalog: &str,
-    schema: &str,
-    writer: &str,
-) -> Result<WriterCheck> {
-    let def = config.catalog(catalog)?;
-    let known = writers(def);
-    if !known.iter().any(|w| w == writer) {
-        return Err(SrdpError::UnknownName {
-            what: "writer",
-            name: writer.to_string(),
-            catalog: catalog.to_string(),
-            path: config.path.clone(),
-            known: format!(
-                "(writers: {}); name it as the writer of a schema under \
-                 [catalogs.{catalog}.schemas.<schema>]",
-                list(&known)
-            ),
-        });
-    }
-    let owned = ownership(def, schema);
-    let relaxed = !config.rules.single_writer.enabled;
-    let may_write = || {
-        let mut schemas: Vec<String> = def
-            .schemas
-            .iter()
-            .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
-            .map(|(name, _)| name.clone())
-            .collect();
-        for project in def.projects.keys() {
-            for (_, s) in def
-                .schemas
-                .iter()
-                .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
-            {
-                schemas.push(def.project_dataset(project, &s.layer));
-            }
-        }
-        schemas.sort();
-        schemas.dedup();
-        list(&schemas)
-    };
-    let refused = |why: String| SrdpError::WriterRefused {
-        writer: writer.to_string(),
-        schema: schema.to_string(),
-        catalog: catalog.to_string(),
-        why: format!("{why}. '{writer}' may write: {}", may_write()),
-        path: config.path.clone(),
-    };
-    let source = || {
-        config
-            .rules
-            .single_writer
-            .line
-            .map(|l| format!("{}:{l}", config.path.display()))
-            .unwrap_or_default()
-    };
-    match owned {
-        Some((owners, layer)) if owners.iter().any(|w| w == writer) => Ok(WriterCheck {
-            owner: Some(owners.join(", ")),
-            layer: Some(layer),
-            warning: None,
-        }),
-        Some((owners, layer)) => {
-            if !relaxed {
-                return Err(refused(format!(
-                    "it is owned by '{}' (single_writer)",
-                    owners.join(", ")
-                )));
-            }
-            Ok(WriterCheck {
-                warning: Some(format!(
-                    "srdp rule single_writer is relaxed by {}: writer '{writer}' writes schema \
-                     '{schema}' owned by '{}'",
-                    source(),
-                    owners.join(", ")
-                )),
-                owner: Some(owners.join(", ")),
-                layer: Some(layer),
-            })
-        }
-        None => {
-            if !relaxed {
-                return Err(refused(format!(
-                    "it has no owner in the definition; define \
-                     [catalogs.{catalog}.schemas.{schema}] with writer and layer"
-                )));
-            }
-            Ok(WriterCheck {
-                owner: None,
-                layer: None,
-                warning: Some(format!(
-                    "srdp rule single_writer is relaxed by {}: writer '{writer}' writes schema \
-                     '{schema}', which has no owner in the definition",
-                    source()
-                )),
-            })
-        }
-    }
-}
 
 /// What the caller of `srdp_dlt_destination` asked for (`None` = not given).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -296,7 +51,7 @@ pub fn dlt_destination(
 ) -> Result<DltDestination> {
     let def = config.catalog(catalog)?;
     if matches!(def.backend, Backend::DuckDbFile { .. })
-        && def.metadata_schema != crate::config::DEFAULT_FILE_METADATA_SCHEMA
+        && def.metadata_schema != DEFAULT_FILE_METADATA_SCHEMA
     {
         // dlt passes METADATA_SCHEMA only for server catalogs: it would create a second lake in
         // `main` of the same file instead of loading into this one.
@@ -399,7 +154,7 @@ pub fn dlt_destination(
     // One warning per relaxed rule; the single_writer one names the schema when the write is
     // allowed only because that rule is relaxed.
     let mut warnings =
-        relaxed_warnings_except(config, check.warning.is_some().then_some("single_writer"));
+        relaxed_warnings_except(config, check.warning.is_some().then_some(SINGLE_WRITER));
     warnings.extend(check.warning);
     Ok(DltDestination {
         catalog: def.name.clone(),
@@ -500,6 +255,3 @@ pub fn storage_url(data_path: &str) -> String {
 pub fn table_name(catalog: &str, schema: &str, table: &str) -> String {
     format!("{catalog}.{schema}.{table}")
 }
-
-#[cfg(test)]
-mod tests;

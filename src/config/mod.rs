@@ -1,0 +1,43 @@
+//! `srdp.toml`: where it is found, how it is read, and what it means.
+//!
+//! Two layers, as in ruff: [`raw`] mirrors the file exactly (`deny_unknown_fields`, every field
+//! optional where the file may omit it, spans kept for line numbers) and [`Config`] is the
+//! validated meaning (absolute paths, backends, defaults applied from named constants). An
+//! invalid value is an error naming the file, the line and the key; nothing falls back to a
+//! default silently.
+//!
+//! The file is located by, first match wins: the function's `config :=` parameter, the
+//! `srdp_config` setting, the `SRDP_CONFIG` environment variable, `./srdp.toml`. Relative paths
+//! inside the file resolve against the file's own directory.
+//!
+//! | room | owns |
+//! |---|---|
+//! | [`raw`] | the serde layer: every key the file may hold, each with its default documented |
+//! | `model` | the validated types ([`Config`], [`CatalogDef`], ...) and named defaults |
+//! | `validate` | raw to model ([`parse`]): one function per part of a catalog |
+//! | `locate` | finding the file ([`locate`], [`Sources`]), loading it once per change ([`load`]) |
+//! | `span` | lines, columns and keys of errors ([`line_of`]) |
+//! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
+//!
+//! The single_writer rule's verdict on a schema definition is [`crate::rules`]' own.
+
+mod locate;
+mod model;
+mod paths;
+pub mod raw;
+mod span;
+mod validate;
+
+pub use locate::{load, locate, Sources, DEFAULT_FILE_NAME};
+pub use model::{
+    Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
+    DEFAULT_DATA_INLINING_ROW_LIMIT, DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_RETRY_SECONDS, DEFAULT_POSTGRES_METADATA_SCHEMA, DEFAULT_PRESSURE_WARNING_ROWS,
+    DEFAULT_RETRY_BACKOFF_MS, DLT_LAYERS, SQLITE_BUSY_TIMEOUT_MS,
+};
+pub use paths::{is_url, resolve};
+pub use span::line_of;
+pub use validate::parse;
+
+#[cfg(test)]
+mod tests;

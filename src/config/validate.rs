@@ -1,0 +1,369 @@
+//! From the raw layer to the model: every value checked, defaults applied, paths resolved.
+//!
+//! An invalid value is an error naming the file, the line and the key; nothing falls back to a
+//! default silently. A catalog is validated part by part, and the first error wins in this order:
+//! backend (`metadata`), metadata schema, data path, schemas, projects, secrets, tunables. The
+//! single_writer rule's verdict on a schema definition comes from [`crate::rules`].
+
+use super::model::{
+    project_dataset, Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
+    DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, DLT_LAYERS,
+};
+use super::paths::{is_url, non_empty, resolve, with_trailing_slash};
+use super::raw;
+use super::span::{invalid, line_of, syntax_error};
+use crate::error::{Result, SrdpError};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// Parses and validates the text of a file at `path` (used for line numbers and relative paths).
+pub fn parse(path: &Path, text: &str) -> Result<Config> {
+    // Syntax first: a file that is not TOML at all (a `.pgpass` passed by mistake) must not be
+    // echoed, so its errors name a line, a column and at most a well-formed key.
+    if let Err(e) = toml::from_str::<toml::Table>(text) {
+        return Err(syntax_error(path, text, &e));
+    }
+    let file: raw::File = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start).unwrap_or(0);
+        invalid(path, text, offset, None, e.message().to_string())
+    })?;
+    let source = Source { path, text };
+    let rules = rules(text, &file.rules);
+    let defaults = tunables(&source, &Tunables::default(), &file.defaults, "defaults")?;
+    let mut catalogs = BTreeMap::new();
+    for (name, spanned) in &file.catalogs {
+        if name.trim().is_empty() {
+            return Err(source.invalid(
+                spanned.span(),
+                "catalogs".into(),
+                "a catalog name must not be empty",
+            ));
+        }
+        let scope = CatalogScope {
+            file: &source,
+            name,
+            defaults: &defaults,
+            rules: &rules,
+        };
+        catalogs.insert(name.clone(), catalog(&scope, spanned.get_ref())?);
+    }
+    Ok(Config {
+        path: path.to_path_buf(),
+        catalogs,
+        rules,
+    })
+}
+
+/// The file being validated: its path, for messages and relative paths, and its text, for lines.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// An error at `span` naming the dotted `key`.
+    fn invalid(&self, span: Range<usize>, key: String, message: impl Into<String>) -> SrdpError {
+        invalid(self.path, self.text, span.start, Some(key), message.into())
+    }
+
+    /// The directory relative paths in the file resolve against.
+    fn base(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("/"))
+    }
+}
+
+/// One catalog being validated: the file it is in, its name, and what it inherits.
+struct CatalogScope<'a> {
+    file: &'a Source<'a>,
+    name: &'a str,
+    defaults: &'a Tunables,
+    rules: &'a Rules,
+}
+
+impl CatalogScope<'_> {
+    /// An error at `span` naming `catalogs.<name>.<key>`.
+    fn err(&self, span: Range<usize>, key: &str, message: impl Into<String>) -> SrdpError {
+        self.file
+            .invalid(span, format!("catalogs.{}.{key}", self.name), message)
+    }
+}
+
+/// One catalog, validated part by part.
+fn catalog(cx: &CatalogScope, raw: &raw::Catalog) -> Result<CatalogDef> {
+    let backend = backend(cx, &raw.metadata)?;
+    let metadata_schema = metadata_schema(cx, raw.metadata_schema.as_ref(), &backend)?;
+    let data_path = data_path(cx, &raw.data_path)?;
+    let schemas = schemas(cx, &raw.schemas)?;
+    let project = optional(cx, &raw.project, "project")?;
+    let projects = projects(cx, project.as_deref(), &raw.projects)?;
+    Ok(CatalogDef {
+        name: cx.name.to_string(),
+        backend,
+        metadata_schema,
+        data_path,
+        project,
+        writer_secret: optional(cx, &raw.writer_secret, "writer_secret")?,
+        reader_secret: optional(cx, &raw.reader_secret, "reader_secret")?,
+        tunables: tunables(
+            cx.file,
+            cx.defaults,
+            &raw.tunables(),
+            &format!("catalogs.{}", cx.name),
+        )?,
+        schemas,
+        projects,
+    })
+}
+
+/// `metadata`: a DuckDB file (optionally `duckdb:<path>`), `sqlite:<path>`, or
+/// `postgres:<libpq key=value>` without any form of password.
+fn backend(cx: &CatalogScope, metadata: &Spanned<String>) -> Result<Backend> {
+    let err = |message: String| cx.err(metadata.span(), "metadata", message);
+    let text = metadata.get_ref().trim();
+    if text.is_empty() {
+        return Err(err(
+            "must not be empty; give a DuckDB file path, \"sqlite:<path>\" or \
+                        \"postgres:<libpq key=value>\""
+                .into(),
+        ));
+    }
+    if let Some(rest) = text.strip_prefix("sqlite:") {
+        let file =
+            non_empty(rest).ok_or_else(|| err("\"sqlite:\" needs a file path after it".into()))?;
+        return Ok(Backend::Sqlite {
+            path: resolve(cx.file.base(), file),
+        });
+    }
+    if let Some(rest) = text.strip_prefix("postgres:") {
+        let conninfo = non_empty(rest).ok_or_else(|| {
+            err(
+                "\"postgres:\" needs libpq key=value pairs after it, such as \
+                 \"dbname=lake host=127.0.0.1\""
+                    .into(),
+            )
+        })?;
+        let parsed = crate::libpq::parse(conninfo).map_err(|e| {
+            err(format!(
+                "is not a libpq connection string after \"postgres:\": {e}"
+            ))
+        })?;
+        if !parsed.secret_keys().is_empty() {
+            return Err(err(
+                "contains a password; secrets never live in srdp.toml: put the \
+                            credentials in a DuckDB secret and name it in writer_secret / \
+                            reader_secret"
+                    .into(),
+            ));
+        }
+        return Ok(Backend::Postgres {
+            conninfo: conninfo.to_string(),
+        });
+    }
+    let file = text.strip_prefix("duckdb:").unwrap_or(text);
+    Ok(Backend::DuckDbFile {
+        path: resolve(cx.file.base(), file),
+    })
+}
+
+/// `metadata_schema`: the backend's default when absent; SQLite has only `main`.
+fn metadata_schema(
+    cx: &CatalogScope,
+    raw: Option<&Spanned<String>>,
+    backend: &Backend,
+) -> Result<String> {
+    match (raw, backend) {
+        (Some(s), _) if s.get_ref().trim().is_empty() => {
+            Err(cx.err(s.span(), "metadata_schema", "must not be empty"))
+        }
+        (Some(s), Backend::Sqlite { .. }) if s.get_ref() != DEFAULT_FILE_METADATA_SCHEMA => Err(cx
+            .err(
+                s.span(),
+                "metadata_schema",
+                format!(
+                    "SQLite catalogs only have the schema \"main\", got \"{}\"; remove the key \
+                     or set it to \"main\"",
+                    s.get_ref()
+                ),
+            )),
+        (Some(s), _) => Ok(s.get_ref().clone()),
+        (None, Backend::Postgres { .. }) => Ok(DEFAULT_POSTGRES_METADATA_SCHEMA.to_string()),
+        (None, _) => Ok(DEFAULT_FILE_METADATA_SCHEMA.to_string()),
+    }
+}
+
+/// `data_path`: an object-store URL as written, or an absolute local path; both end in `/`.
+fn data_path(cx: &CatalogScope, raw: &Spanned<String>) -> Result<String> {
+    let path = raw.get_ref().trim();
+    if path.is_empty() {
+        return Err(cx.err(
+            raw.span(),
+            "data_path",
+            "must not be empty; give a local folder or s3://bucket/prefix/",
+        ));
+    }
+    Ok(if is_url(path) {
+        with_trailing_slash(path.to_string())
+    } else {
+        with_trailing_slash(resolve(cx.file.base(), path).display().to_string())
+    })
+}
+
+/// An optional text key: absent is `None`, present must not be blank.
+fn optional(cx: &CatalogScope, v: &Option<Spanned<String>>, key: &str) -> Result<Option<String>> {
+    match v {
+        Some(s) if s.get_ref().trim().is_empty() => {
+            Err(cx.err(s.span(), key, "must not be empty; remove the key instead"))
+        }
+        Some(s) => Ok(Some(s.get_ref().clone())),
+        None => Ok(None),
+    }
+}
+
+/// `[catalogs.<c>.schemas.<s>]`, each with its writers and layer.
+fn schemas(
+    cx: &CatalogScope,
+    raw: &BTreeMap<String, Spanned<raw::Schema>>,
+) -> Result<BTreeMap<String, SchemaDef>> {
+    let mut schemas = BTreeMap::new();
+    for (name, s) in raw {
+        schemas.insert(name.clone(), schema(cx, name, s.get_ref())?);
+    }
+    Ok(schemas)
+}
+
+/// One schema: at least one named writer and a layer, and nothing the single_writer rule refuses.
+fn schema(cx: &CatalogScope, name: &str, raw: &raw::Schema) -> Result<SchemaDef> {
+    let writer_key = format!("schemas.{name}.writer");
+    let writers: Vec<String> = match raw.writer.get_ref() {
+        raw::Writers::One(w) => vec![w.clone()],
+        raw::Writers::Many(ws) => ws.clone(),
+    };
+    if writers.is_empty() || writers.iter().any(|w| w.trim().is_empty()) {
+        return Err(cx.err(
+            raw.writer.span(),
+            &writer_key,
+            "must name a writer (such as \"dlt\", \"dbt\" or \"io_manager\")",
+        ));
+    }
+    if raw.layer.get_ref().trim().is_empty() {
+        return Err(cx.err(
+            raw.layer.span(),
+            &format!("schemas.{name}.layer"),
+            "must not be empty",
+        ));
+    }
+    let def = SchemaDef {
+        writers,
+        layer: raw.layer.get_ref().clone(),
+    };
+    if let Some(refusal) = crate::rules::schema_refusal(cx.rules, name, &def) {
+        return Err(cx.err(raw.writer.span(), &writer_key, refusal));
+    }
+    Ok(def)
+}
+
+/// The tenant projects: `project` (if set) and every `[catalogs.<c>.projects.<p>]`, no two of
+/// which load into the same dataset.
+fn projects(
+    cx: &CatalogScope,
+    project: Option<&str>,
+    raw: &BTreeMap<String, Spanned<raw::Project>>,
+) -> Result<BTreeMap<String, ProjectDef>> {
+    let mut projects = BTreeMap::new();
+    if let Some(p) = project {
+        projects.insert(p.to_string(), ProjectDef::default());
+    }
+    for (p, def) in raw {
+        projects.insert(p.clone(), project_def(cx, p, def.get_ref())?);
+    }
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for p in projects.keys() {
+        for layer in DLT_LAYERS {
+            let dataset = project_dataset(&projects, p, layer);
+            if let Some(other) = seen.insert(dataset.clone(), p.clone()) {
+                return Err(cx.err(
+                    raw.get(p).map_or(0..0, |d| d.span()),
+                    &format!("projects.{p}"),
+                    format!(
+                        "projects '{other}' and '{p}' would both load into dataset '{dataset}'; \
+                         give one of them another {layer}_dataset"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(projects)
+}
+
+/// One project's dataset-name overrides; a present override must not be blank.
+fn project_def(cx: &CatalogScope, name: &str, raw: &raw::Project) -> Result<ProjectDef> {
+    let mut datasets = BTreeMap::new();
+    for (layer, v) in [("raw", &raw.raw_dataset), ("landing", &raw.landing_dataset)] {
+        if let Some(v) = v {
+            if v.get_ref().trim().is_empty() {
+                return Err(cx.err(
+                    v.span(),
+                    &format!("projects.{name}.{layer}_dataset"),
+                    "must not be empty; remove the key to use the default",
+                ));
+            }
+            datasets.insert(layer.to_string(), v.get_ref().clone());
+        }
+    }
+    Ok(ProjectDef { datasets })
+}
+
+/// `raw` over `base`, each value within its range (the table is `defaults` or `catalogs.<c>`).
+fn tunables(file: &Source, base: &Tunables, raw: &raw::Tunables, table: &str) -> Result<Tunables> {
+    let check = |v: &Option<Spanned<i64>>, k: &str, min: i64, max: i64| -> Result<Option<i64>> {
+        match v {
+            None => Ok(None),
+            Some(s) if (min..=max).contains(s.get_ref()) => Ok(Some(*s.get_ref())),
+            Some(s) => Err(file.invalid(
+                s.span(),
+                format!("{table}.{k}"),
+                format!("must be between {min} and {max}, got {}", s.get_ref()),
+            )),
+        }
+    };
+    Ok(Tunables {
+        data_inlining_row_limit: check(
+            &raw.data_inlining_row_limit,
+            "data_inlining_row_limit",
+            0,
+            1_000_000_000,
+        )?
+        .map_or(base.data_inlining_row_limit, |v| v as u64),
+        pressure_warning_rows: check(
+            &raw.pressure_warning_rows,
+            "pressure_warning_rows",
+            0,
+            i64::MAX,
+        )?
+        .map_or(base.pressure_warning_rows, |v| v as u64),
+        max_attempts: check(&raw.max_attempts, "max_attempts", 1, 100_000)?
+            .map_or(base.max_attempts, |v| v as u32),
+        max_retry_seconds: check(&raw.max_retry_seconds, "max_retry_seconds", 0, 86_400)?
+            .map_or(base.max_retry_seconds, |v| v as u64),
+        retry_backoff_ms: check(&raw.retry_backoff_ms, "retry_backoff_ms", 0, 60_000)?
+            .map_or(base.retry_backoff_ms, |v| v as u64),
+    })
+}
+
+/// `[rules]`: each rule on unless a line says otherwise, with that line remembered.
+fn rules(text: &str, raw: &raw::Rules) -> Rules {
+    let rule = |v: &Option<Spanned<bool>>| match v {
+        None => Rule::default(),
+        Some(s) => Rule {
+            enabled: *s.get_ref(),
+            line: Some(line_of(text, s.span().start)),
+        },
+    };
+    Rules {
+        raw_append_only: rule(&raw.raw_append_only),
+        raw_validated: rule(&raw.raw_validated),
+        single_writer: rule(&raw.single_writer),
+    }
+}
