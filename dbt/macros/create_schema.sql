@@ -4,11 +4,13 @@
   cache, then on-run-start). A model with `+database: lake` therefore fails in a fresh process
   with `Binder Error: Catalog "lake" does not exist!` even when on-run-start attaches the lake.
 
-  This override of dbt-duckdb's `duckdb__create_schema` attaches the database through srdp, as
-  writer (dbt is about to write into it), when it is not attached yet, and then creates the
-  schema exactly as dbt-duckdb does. The catalog is looked up in srdp.toml under the database's
-  name; a database srdp does not define fails with srdp's "unknown catalog" error. Enable it in
-  the root project's dbt_project.yml:
+  This override of dbt-duckdb's `duckdb__create_schema` first checks every schema the run will
+  write in an srdp catalog with `srdp_check_writer(catalog, schema, 'dbt')` (check_writes.sql: a
+  refused schema fails the run before anything is attached or created), then attaches the
+  database through srdp, as writer (dbt is about to write into it), when it is not attached
+  yet, and then creates the schema exactly as dbt-duckdb does. The catalog is looked up in
+  srdp.toml under the database's name; a database srdp does not define fails with srdp's
+  "unknown catalog" error. Enable it in the root project's dbt_project.yml:
 
       dispatch:
         - macro_namespace: dbt
@@ -17,6 +19,7 @@
 
 {% macro duckdb__create_schema(relation) -%}
   {%- if execute and relation.database -%}
+    {%- do srdp.srdp__check_writes(relations=[relation]) -%}
     {%- set sql = 'select 1 from duckdb_databases() where lower(database_name) = lower('
                   ~ srdp.srdp_sql_string(relation.database) ~ ')' -%}
     {%- if run_query(sql).rows | length == 0 -%}

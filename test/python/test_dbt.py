@@ -176,25 +176,15 @@ def write_events(path: Path) -> None:
                 out.writerow([n, batch, f"customer {i % 13} o'brien, \"quoted\" é", f"{(n * 37) % 100000 / 100:.2f}"])
 
 
-def make_extension_directory(target: Path) -> Path:
-    """A private extension directory with links to the repo's ducklake and sqlite_scanner.
+def make_profile(directory: Path, cfg: Path) -> None:
+    """profiles.yml from the documented dbt/profiles.example.yml, placeholders filled in.
 
-    dbt-duckdb INSTALLs every `extensions:` entry into the extension directory; a private one
-    keeps that copy of srdp out of the shared repo-local directory."""
-    (installed,) = EXTENSIONS.glob("*/*/ducklake.duckdb_extension")
-    platform_dir = target / installed.parent.relative_to(EXTENSIONS)
-    platform_dir.mkdir(parents=True)
-    for name in ("ducklake", "sqlite_scanner"):
-        for suffix in ("", ".info"):
-            (platform_dir / f"{name}.duckdb_extension{suffix}").symlink_to(installed.parent / f"{name}.duckdb_extension{suffix}")
-    return target
-
-
-def make_profile(directory: Path, cfg: Path, extension_dir: Path) -> None:
-    """profiles.yml from the documented dbt/profiles.example.yml, placeholders filled in."""
+    The profile LOADs srdp through the srdp.dbt.plugin plugin and reads the repo's extension
+    directory without writing to it (test_dbt_profile.py checks that nothing is written)."""
     text = (REPO / "dbt" / "profiles.example.yml").read_text()
     text = (text.replace("/path/to/srdp.toml", str(cfg))
-                .replace("/path/to/srdp/.duckdb/extensions", str(extension_dir))
+                .replace("/path/to/srdp/.duckdb/extensions", str(EXTENSIONS))
+                .replace("/path/to/srdp/build/release/srdp.duckdb_extension", str(srdp.extension_path()))
                 .replace("/path/to/srdp/", f"{REPO}/"))
     profiles = yaml.safe_load(text)
     outputs = profiles["srdp_example"]["outputs"]
@@ -214,7 +204,7 @@ def dbt_lake(tmp_path_factory):
         "target", "dbt_packages", "logs", "lake", "package-lock.yml", "profiles.yml", "srdp.toml"))
     (project / "packages.yml").write_text((project / "packages.yml").read_text().replace("../../dbt", str(REPO / "dbt")))
     write_events(project / "data" / "events.csv")
-    make_profile(root / "profiles", cfg, make_extension_directory(root / "extensions"))
+    make_profile(root / "profiles", cfg)
     (root / "home").mkdir()
     env = {
         "HOME": str(root / "home"),

@@ -1,0 +1,130 @@
+"""The dbt-duckdb profile that points dbt at srdp, rendered from ``srdp.toml``.
+
+>>> print(render_profile(Path("srdp.toml")))      # doctest: +SKIP
+
+The profile leaves the srdp checkout alone: dbt's own database is in memory, srdp is ``LOAD``ed
+from its file by :mod:`srdp.dbt.plugin` (never ``INSTALL``ed, which would copy it into the
+extension directory), the extensions DuckLake needs are autoloaded from the extension directory
+and nothing is ever downloaded (``autoinstall_known_extensions: false``). All paths are absolute,
+so dbt may run from any folder.
+
+The default schema (``schema:``, where models without a custom schema are built) is the one
+schema ``srdp.toml`` gives to the writer ``dbt``, as srdp decides it (``srdp_check_writer``);
+with several, ``schema`` must name one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+import srdp
+
+__all__ = ["DbtProfileError", "OwnedSchema", "dbt_schemas", "render_profile"]
+
+
+class DbtProfileError(Exception):
+    """The profile cannot be rendered (no or several schemas for dbt, no extension)."""
+
+
+@dataclass(frozen=True)
+class OwnedSchema:
+    """A schema of ``srdp.toml`` that the writer may write."""
+
+    catalog: str
+    schema: str
+
+
+def dbt_schemas(config: Path, writer: str = "dbt") -> list[OwnedSchema]:
+    """The schemas ``config`` gives to ``writer``, in file order (ownership as srdp checks it)."""
+    with config.open("rb") as f:
+        declared = tomllib.load(f).get("catalogs", {})
+    con = srdp.connect(config=config)
+    try:
+        owned = []
+        for catalog, definition in declared.items():
+            for schema in definition.get("schemas", {}):
+                try:
+                    (row,) = srdp.call(con, "srdp_check_writer", catalog, schema, writer)
+                except duckdb.Error:
+                    continue  # owned by another writer or by nobody: not dbt's
+                if row["owner"] == writer:
+                    owned.append(OwnedSchema(catalog, schema))
+        return owned
+    finally:
+        con.close()
+
+
+def render_profile(
+    config: Path,
+    *,
+    target: str = "dev",
+    profile: str = "srdp",
+    schema: str | None = None,
+    writer: str = "dbt",
+) -> str:
+    """profiles.yml text for ``config`` (made absolute), with one output named ``target``."""
+    config = config.resolve()
+    extension = srdp.extension_path().resolve()
+    if not extension.is_file():
+        raise DbtProfileError(f"srdp extension not found at {extension}; run `make release` or set SRDP_EXTENSION")
+    owned = dbt_schemas(config, writer)
+    chosen = _choose(owned, schema, config, writer)
+    options = "\n".join(f"        {key}: {_scalar(value)}" for key, value in srdp.duckdb_config().items())
+    return f"""\
+# dbt-duckdb profile for srdp, from `python -m srdp dbt-profile --config {config}`.
+# It writes nothing into the srdp checkout and downloads nothing: dbt's database is in memory,
+# the srdp.dbt.plugin plugin LOADs srdp from its file (dbt-duckdb's `extensions:` would INSTALL,
+# i.e. copy, it into the extension directory), DuckLake's extensions are autoloaded from the
+# extension directory and autoinstall is off. srdp's Python package must be importable by dbt.
+#
+# dbt_project.yml of a project that uses it (packages.yml: `- local: <srdp checkout>/dbt`):
+#   profile: {profile}
+#   dispatch:                     # srdp's overrides: attach, ownership check, DuckLake replaces
+#     - macro_namespace: dbt
+#       search_order: [<project>, srdp, dbt]
+#   on-run-start:
+#     - "{{{{ srdp.srdp_check_writes() }}}}"
+#   models:
+#     <project>:
+#       +database: {chosen.catalog}
+{profile}:
+  target: {target}
+  outputs:
+    {target}:
+      type: duckdb
+      path: ":memory:"
+      schema: {_scalar(chosen.schema)}
+      threads: 1
+      config_options:
+{options}
+      plugins:
+        - module: srdp.dbt.plugin
+          alias: srdp
+          config:
+            extension: {_scalar(str(extension))}
+      settings:
+        srdp_config: {_scalar(str(config))}
+"""
+
+
+def _choose(owned: list[OwnedSchema], schema: str | None, config: Path, writer: str) -> OwnedSchema:
+    names = ", ".join(f"{o.catalog}.{o.schema}" for o in owned) or "none"
+    if schema is not None:
+        for candidate in owned:
+            if candidate.schema == schema:
+                return candidate
+        raise DbtProfileError(f"schema {schema!r} is not given to writer {writer!r} in {config} (it owns: {names})")
+    if len(owned) != 1:
+        detail = "no schema" if not owned else f"several schemas ({names}); pass --schema with one of them"
+        raise DbtProfileError(f"{config} gives {writer!r} {detail}")
+    return owned[0]
+
+
+def _scalar(value: str) -> str:
+    """A YAML scalar: true/false as booleans, anything else as a double-quoted (JSON) string."""
+    return value if value in ("true", "false") else json.dumps(value)
