@@ -54,13 +54,17 @@ class SrdpIOManager(dg.ConfigurableIOManager):
     writer: str = "io_manager"
     schema_: str | None = Field(default=None, alias="schema")
     pin_inputs: bool = True
+    #: CREATE SECRET statements run on the session's connection before it attaches (PostgreSQL
+    #: role secrets, S3 credentials). Pass each with ``dg.EnvVar`` so that the run config shows
+    #: the variable's name only; srdp never logs them or puts them in an error.
+    secrets: list[str] = Field(default_factory=list)
 
     # --- writes -------------------------------------------------------------------------
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None and context.dagster_type.is_nothing:
             return
         table = self._table(context.asset_key.path, context.definition_metadata or {})
-        session = LakeSession.get(self.config_path, self.catalog)
+        session = LakeSession.get(self.config_path, self.catalog, self.secrets)
         owner = session.call("srdp_check_writer", self.catalog, table.schema, self.writer)[0]
         if owner.get("warning"):
             context.log.warning(owner["warning"])
@@ -199,7 +203,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         part = self._slice(context) if context.has_asset_partitions else Slice()
         columns = (context.definition_metadata or {}).get("columns")
         snapshot = self._pinned_snapshot(context)
-        session = LakeSession.get(self.config_path, self.catalog)
+        session = LakeSession.get(self.config_path, self.catalog, self.secrets)
         relation = session.relation(table, list(columns) if columns else None, part, snapshot)
         context.log.info(
             f"{table.name}: reading {part.description}"

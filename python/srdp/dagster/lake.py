@@ -11,12 +11,14 @@ Failed transactions are retried as srdp decides (``srdp_retry_wait``: the catalo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +46,9 @@ _SOURCE = "__srdp_io_source"
 
 #: The error a streamed output's INSERT raises at its first row outside the partition.
 _OUTSIDE = "srdp: output row outside the partition"
+
+#: What a ``secrets`` entry must be: one CREATE SECRET statement.
+_CREATE_SECRET = re.compile(r"\s*CREATE\s+(OR\s+REPLACE\s+)?((PERSISTENT|TEMPORARY)\s+)?SECRET\b", re.IGNORECASE)
 
 
 def lossless(old: str, new: str) -> bool:
@@ -94,16 +99,42 @@ class LakeSession:
         self.con.execute("SET TimeZone = 'UTC'")
         self.role: str | None = None
         self.lock = threading.RLock()
+        self._secrets: set[str] = set()  # digests of the secret statements already run
 
     @classmethod
-    def get(cls, config_path: str, catalog: str) -> LakeSession:
-        """The session of this process for the file and catalog (opened on first use)."""
+    def get(cls, config_path: str, catalog: str, secrets: Sequence[str] = ()) -> LakeSession:
+        """The session of this process for the file and catalog (opened on first use), with
+        ``secrets`` (CREATE SECRET statements) run on it before anything attaches."""
         key = (os.getpid(), os.path.abspath(config_path), catalog)
         with cls._guard:
             session = cls._sessions.get(key)
             if session is None:
                 session = cls._sessions[key] = LakeSession(os.path.abspath(config_path), catalog)
-            return session
+        session.add_secrets(secrets)
+        return session
+
+    def add_secrets(self, statements: Sequence[str]) -> None:
+        """Runs each CREATE SECRET statement once on this connection (the PostgreSQL role
+        secrets srdp's attach names, the S3 credentials). They hold credentials: neither the
+        statements nor DuckDB's messages about them (which quote the text) are ever logged or
+        put in an error."""
+        with self.lock:
+            for index, statement in enumerate(statements):
+                digest = hashlib.sha256(statement.encode()).hexdigest()
+                if digest in self._secrets:
+                    continue
+                problem = _secret_problem(self.con, statement)
+                if problem is None:
+                    try:
+                        self.con.execute(statement)
+                    except duckdb.Error as error:
+                        problem = f"DuckDB refused it ({type(error).__name__})"
+                if problem is not None:
+                    raise IOManagerError(
+                        f"SrdpIOManager secrets[{index}]: {problem}; the statement and DuckDB's "
+                        "message are not shown because they may hold credentials"
+                    )
+                self._secrets.add(digest)
 
     def call(self, function: str, *args: Any, **named: Any) -> list[dict[str, Any]]:
         with self.lock:
@@ -287,6 +318,17 @@ class LakeSession:
         condition = f" WHERE {where.condition}" if where.condition else ""
         cursor = self.con.cursor()
         return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
+
+
+def _secret_problem(con: duckdb.DuckDBPyConnection, statement: str) -> str | None:
+    """Why ``statement`` is not one CREATE SECRET statement, or None (never quotes it)."""
+    try:
+        parsed = con.extract_statements(statement)
+    except duckdb.Error as error:
+        return f"it does not parse ({type(error).__name__})"
+    if len(parsed) != 1 or not _CREATE_SECRET.match(statement):
+        return f"it must be exactly one CREATE SECRET statement (found {len(parsed)} statement(s))"
+    return None
 
 
 def partition_counts(con: duckdb.DuckDBPyConnection, table: TableRef, plan: WritePlan) -> dict[str, int]:
