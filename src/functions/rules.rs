@@ -3,7 +3,8 @@
 //! Parameters: `catalog` (must be defined; the rules are the file's), `config :=`.
 //! Returns one row per rule (`raw_append_only`, `raw_validated`, `single_writer`): `rule`,
 //! `enabled BOOLEAN`, `relaxed BOOLEAN`, `source` (`default`, or `<file>:<line>` of the line that
-//! sets it), `why`, `cost_if_relaxed`.
+//! sets it), `why`, `cost_if_relaxed`, `relax_with` (the line that relaxes it and the file it
+//! goes in: the text every refusal of the rule ends with).
 //! Errors: unknown catalog, no or an invalid `srdp.toml`.
 //!
 //! ```sql
@@ -32,6 +33,7 @@ impl SrdpFunction for Rules {
             Column::text("source"),
             Column::text("why"),
             Column::text("cost_if_relaxed"),
+            Column::text("relax_with"),
         ]
     }
 
@@ -49,6 +51,12 @@ impl SrdpFunction for Rules {
                     s.source.into(),
                     s.info.why.into(),
                     s.info.cost_if_relaxed.into(),
+                    format!(
+                        "{} in {}",
+                        rules::relax_line(s.info.name),
+                        config.path.display()
+                    )
+                    .into(),
                 ]
             })
             .collect())
