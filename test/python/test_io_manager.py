@@ -306,6 +306,7 @@ import os
 import dagster as dg
 import pyarrow as pa
 
+from srdp.dagster.io_manager import SrdpIOManager
 
 
 @dg.asset(key_prefix=["analytics"])

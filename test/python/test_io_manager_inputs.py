@@ -246,3 +246,30 @@ def test_an_input_of_an_unsupported_annotation_is_refused(sqlite_lake: Path) -> 
         "pyarrow.RecordBatchReader, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or "
         "duckdb.DuckDBPyRelation"
     )
+
+
+def test_a_streamed_input_flows_into_the_output_in_a_process_that_read_first(lake: Path) -> None:
+    # The selected run's first use of the lake is a read (the inputs), then the outputs are
+    # written while the inputs still stream from it.
+    @dg.asset(key_prefix=["analytics"])
+    def events() -> pa.Table:
+        return pa.table({"id": pa.array(range(5), pa.int64())})
+
+    @dg.asset(key_prefix=["analytics"], ins={"events": dg.AssetIn(key=["analytics", "events"])})
+    def copied(events: pa.RecordBatchReader) -> pa.RecordBatchReader:
+        return events
+
+    @dg.asset(key_prefix=["analytics"], ins={"events": dg.AssetIn(key=["analytics", "events"])})
+    def first_three(events: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+        return events.filter("id < 3")
+
+    io, instance = {"io_manager": io_manager(lake)}, dg.DagsterInstance.ephemeral()
+    dg.materialize([events], resources=io, instance=instance)
+    with view(lake) as v:  # closes the IO manager's connection: the next run starts afresh
+        assert v.table("analytics.events") == [(0,), (1,), (2,), (3,), (4,)]
+    expected = {"copied": [(0,), (1,), (2,), (3,), (4,)], "first_three": [(0,), (1,), (2,)]}
+    for selected in (copied, first_three):
+        assert dg.materialize([events, copied, first_three], selection=[selected], resources=io, instance=instance).success
+        with view(lake) as v:  # and closes the connection again
+            name = selected.key.path[-1]
+            assert v.table(f"analytics.{name}") == expected[name]

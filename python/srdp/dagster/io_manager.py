@@ -4,7 +4,8 @@ DuckLake through srdp.
     dg.Definitions(assets=[...], resources={"io_manager": SrdpIOManager(config_path="srdp.toml")})
 
 * **Attach through srdp**: writes attach ``srdp_attach_catalog(catalog, role := 'writer')``,
-  reads the reader role; one connection per process, reused.
+  reads the reader role (a DuckDB-file catalog: the writer role from the first read, so that an
+  input can stream into an output); one connection per process, reused.
 * **Which table**: ``dagster/table_name`` metadata, else the asset key, else a ``schema``
   (see :mod:`srdp.dagster.tables`).
 * **Who may write**: ``srdp_check_writer(catalog, schema, writer)`` before any data moves.

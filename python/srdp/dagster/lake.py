@@ -144,14 +144,24 @@ class LakeSession:
         """Attaches the catalog through srdp: reader for reads, writer once anything writes.
 
         A process that has written keeps the writer attachment for its reads too (one attach
-        of a DuckDB-file catalog per process).
+        of a DuckDB-file catalog per process). A DuckDB-file catalog is attached as writer from
+        the first read on: re-attaching it as writer fails while an input still streams from it
+        (DuckDB refuses a second attach of the file while the first one has a reader open), so an
+        asset that streams its input into its output could never write.
         """
         with self.lock:
             if self.role == role or self.role == "writer":
                 return
+            if role == "reader" and self._backend() == "duckdb":
+                role = "writer"
             refresh = self.role is not None
             srdp.call(self.con, "srdp_attach_catalog", self.catalog, role=role, refresh=refresh or None)
             self.role = role
+
+    def _backend(self) -> str:
+        """The catalog's backend (duckdb, sqlite, postgres) from its definition."""
+        rows = srdp.call(self.con, "srdp_catalogs")
+        return next((str(r["backend"]) for r in rows if r["catalog"] == self.catalog), "")
 
     def columns(self, table: TableRef) -> list[tuple[str, str]] | None:
         """The table's columns and types in order, or None when it does not exist."""
