@@ -12,6 +12,7 @@ plain SQL, on a connection of their own (iomanager_support.view).
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -108,3 +109,30 @@ def test_a_lossless_type_change_promotes_the_column_and_any_other_is_refused(lak
     )
     with view(lake) as v:
         assert (v.table("analytics.measures"), v.latest_snapshot()) == ([(2**40, 0.1, 8)], before)
+
+
+def test_an_output_column_without_values_takes_the_table_type(lake: Path) -> None:
+    # DuckDB types a pandas object column with no value (all None, or a frame filtered to
+    # empty) as INTEGER; it holds nothing to convert, so the VARCHAR column stays and takes NULLs.
+    frame = pd.DataFrame({"id": [1, 2], "v": ["a", "b"]})
+    outputs = iter([frame, pd.DataFrame({"id": [3, 4], "v": [None, None]}), frame[frame["id"] > 5]])
+
+    @dg.asset(key_prefix=["analytics"])
+    def names() -> pd.DataFrame:
+        return next(outputs)
+
+    io = {"io_manager": io_manager(lake)}
+    first = dg.materialize([names], resources=io)
+    nulls = dg.materialize([names], resources=io)
+    with view(lake) as v:
+        s1 = v.snapshot_of_run(first.run_id)["snapshot_id"]
+        assert v.table("analytics.names") == [(3, None), (4, None)]
+        assert v.columns("analytics", "names") == [("id", "int64", s1, None), ("v", "varchar", s1, None)]
+        assert v.snapshot_of_run(nulls.run_id)["snapshot_id"] == s1 + 1
+    empty = dg.materialize([names], resources=io)
+    with view(lake) as v:
+        assert v.table("analytics.names") == []
+        assert v.columns("analytics", "names") == [("id", "int64", s1, None), ("v", "varchar", s1, None)]
+    meta = materialization(empty, "analytics__names")
+    assert (meta["dagster/row_count"], meta["srdp/note"]) == (0, "replaced whole table with 0 rows (the output was empty)")
+    assert column_schema(meta) == [("id", "BIGINT"), ("v", "VARCHAR")]

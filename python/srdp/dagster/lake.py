@@ -244,7 +244,7 @@ class LakeSession:
             columns = ", ".join(f"{quote(n)} {kind}" for n, kind in incoming)
             con.execute(f"CREATE TABLE {t.sql} ({columns})")
         else:
-            added = self._evolve(plan, existing, incoming)
+            added = self._evolve(plan, existing, incoming, data.replayable)
         outside = (
             f"the output for {t.name} has rows outside {plan.slice.description}; a partitioned "
             "asset writes only its own partition's rows (check partition_expr)"
@@ -284,9 +284,18 @@ class LakeSession:
         )
 
     def _evolve(
-        self, plan: WritePlan, existing: list[tuple[str, str]], incoming: list[tuple[str, str]]
+        self,
+        plan: WritePlan,
+        existing: list[tuple[str, str]],
+        incoming: list[tuple[str, str]],
+        replayable: bool = False,
     ) -> list[str]:
-        """Schema changes for ``incoming``, in the open transaction; returns the added columns."""
+        """Schema changes for ``incoming``, in the open transaction; returns the added columns.
+
+        A column whose type differs but that holds no value (DuckDB types an empty or all-None
+        pandas object column, and Arrow's null type, as INTEGER) changes nothing: the INSERT
+        casts its NULLs. Only a replayable source is scanned for that; a stream is not.
+        """
         t, have = plan.table, dict(existing)
         added = []
         for name, kind in incoming:
@@ -295,6 +304,8 @@ class LakeSession:
                 self.con.execute(f"ALTER TABLE {t.sql} ADD COLUMN {quote(name)} {kind}")
                 added.append(name)
             elif old != kind:
+                if replayable and not self._has_values(name):
+                    continue
                 if plan.raw_validated:
                     raise IOManagerError(
                         f"{t.name}: column {name!r} is {old} and the output has {kind}; rule "
@@ -317,6 +328,11 @@ class LakeSession:
                 if name not in names:
                     self.con.execute(f"ALTER TABLE {t.sql} DROP COLUMN {quote(name)}")
         return added
+
+    def _has_values(self, column: str) -> bool:
+        """Whether the registered source has a non-NULL value in ``column``."""
+        row = self.con.execute(f"SELECT count({quote(column)}) > 0 FROM {_SOURCE}").fetchone()
+        return bool(row and row[0])
 
     def relation(self, table: TableRef, columns: list[str] | None, where: Slice, snapshot: int | None) -> duckdb.DuckDBPyRelation:
         """A relation over the table on a cursor of its own (it may stream after this returns)."""
