@@ -141,6 +141,7 @@ lake = Lake(con)
 print(json.dumps({{
     "attach": attach,
     "data": [str(v) for v in data],
+    "view": [str(v) for v in con.sql("SELECT count(*), sum(events), sum(amount) FROM lake.curated.events_by_batch").fetchone()],
     "state": {{".".join(k): v for k, v in lake.state().items()}},
     "registered": sorted(lake.registered_files()),
     "on_disk": sorted(parquet_files(Path(lake.data_path()))),
@@ -152,6 +153,13 @@ SOURCE_CHECKSUM = """
 SELECT count(*), sum(id), sum(hash(id, batch, name, amount)), count(DISTINCT batch)
 FROM (SELECT id::BIGINT AS id, batch::INTEGER AS batch, name::VARCHAR AS name, amount::DECIMAL(12, 2) AS amount
       FROM read_csv(?, header = true, all_varchar = true))
+"""
+
+
+# What the view events_by_batch adds up: batches, events, amounts.
+SOURCE_BY_BATCH = """
+SELECT count(DISTINCT batch), count(*), sum(amount::DECIMAL(12, 2))
+FROM read_csv(?, header = true, all_varchar = true)
 """
 
 
@@ -255,9 +263,10 @@ def dbt_lake(tmp_path_factory):
     seen = json.loads(run_python(READ_BACK.format(cfg=str(cfg), here=str(HERE))))
     with duckdb.connect() as plain:
         expected = [str(v) for v in plain.execute(SOURCE_CHECKSUM, [str(project / "data" / "events.csv")]).fetchone()]
+        expected_view = [str(v) for v in plain.execute(SOURCE_BY_BATCH, [str(project / "data" / "events.csv")]).fetchone()]
     each = ", ".join(f"{label} {result['seconds']}" for label, result in steps.items())
     print(f"dbt session: {session_seconds:.1f} s ({each}); dbt CLI run-operation: {cli_seconds:.1f} s")
-    return {"steps": steps, "cli": cli, "cli_seconds": cli_seconds, "before": before, "seen": seen, "expected": expected, "cfg": cfg, "project": project}
+    return {"steps": steps, "cli": cli, "cli_seconds": cli_seconds, "before": before, "seen": seen, "expected": expected, "expected_view": expected_view, "cfg": cfg, "project": project}
 
 
 def step(dbt_lake, label):
@@ -277,6 +286,8 @@ def test_dbt_run_attaches_through_srdp_and_builds_the_model_into_the_lake(dbt_la
         assert attaches[0]["data_path"] == f"{dbt_lake['cfg'].parent}/lake/data/"
         assert attaches[0]["data_inlining_row_limit"] == "10"
         assert any("created sql incremental model lake.curated.events" in line for line in run["lines"])
+        # The view over it is replaced on every run (one DuckLake transaction, no DROP ... CASCADE).
+        assert any("OK created sql view model lake.curated.events_by_batch" in line for line in run["lines"])
 
 
 def test_run_operation_srdp_compact_compacts_and_prints_its_rows(dbt_lake):
@@ -310,6 +321,8 @@ def test_model_rows_are_read_back_by_a_reader_in_another_process(dbt_lake):
     for read in (before, seen):
         assert read["attach"] == ["reader", True, "attached"]
         assert read["data"] == dbt_lake["expected"]
+        # The view: one row per batch, the events and amounts of them all.
+        assert read["view"] == dbt_lake["expected_view"]
         # The Parquet files on disk are exactly the ones the metadata registers (live or retired).
         assert read["on_disk"] == read["registered"]
     assert seen["data"][0] == str(sum(BATCHES)) and seen["data"][3] == str(len(BATCHES))
