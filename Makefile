@@ -80,7 +80,7 @@ sqltest:
 	$(PY) -m pytest -q test/sql
 
 pytest:
-	$(PY) -m pytest -q test/python
+	$(PY) -m pytest -q --durations=12 test/python
 
 # --- demo and benchmarks --------------------------------------------------------------------
 demo: release
