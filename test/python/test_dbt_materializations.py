@@ -9,7 +9,9 @@ schema, run through one dbt session (dbt_session.py: each command a fresh forked
   CSV is rewritten before each run, the models read the var ``gen``);
 * failing A and B: the table, view, incremental and snapshot SQL or their post-hooks fail mid-build
   (B also a seed full refresh whose CSV no longer loads);
-* refused 1: a model in dlt's schema ``raw``.
+* refused 1: a model in dlt's schema ``raw``;
+* relaxed: the same model with ``--vars {srdp_config: <a copy of srdp.toml with single_writer =
+  false>}``: built, with srdp's warning.
 
 Expected contents are computed here in Python from the run number; the lake is read back through
 DuckLake (``AT (VERSION => n)``) and its metadata tables, never through srdp's functions.
@@ -142,6 +144,11 @@ where case when id = 2 then error('snap failed mid-build') else true end
 {% endsnapshot %}
 """
 
+RELAXED = """
+[rules]
+single_writer = false
+"""
+
 NODES = ["colors", "tbl", "vw", "inc_append", "inc_di", "inc_merge", "mart", "snap"]  # all but raw_copy
 RUNS = (1, 2, 3, 4)  # run 4 is --full-refresh
 
@@ -238,6 +245,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "SRDP_CONFIG": "",  # the config comes from the profile's settings
     }
     seed = str(project / "seeds" / "colors.csv")
+    relaxed = write_config(root, SRDP_TOML + RELAXED, name="srdp_relaxed.toml")
 
     def run(gen: int, *extra: str, fail: bool = False, dbt_schema_names: bool = False) -> list[str]:
         var = {"gen": gen, **({"fail": True} if fail else {}), **({"dbt_schema_names": True} if dbt_schema_names else {})}
@@ -252,6 +260,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         Step("failing B", ["build", "--select", "inc_append", "colors", *run(5, "--full-refresh", fail=True)],
              files={seed: "id,name\n1,red\nx,not a number\n"}),
         Step("refused 1", ["run", "--select", "tbl", "raw_copy", *run(6)], files={seed: colors_csv(4)}),
+        Step("relaxed", ["run", "--select", "raw_copy", "--vars", json.dumps({"gen": 6, "srdp_config": str(relaxed)})]),
     ]
     results = run_session(project, env, steps, cfg.parent / "lake" / "catalog.sqlite")
 
@@ -272,14 +281,14 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                     WHERE o.begin_snapshot <= ? AND (o.end_snapshot IS NULL OR o.end_snapshot > ?)""", [s, s]).fetchall())
             for (s,) in con.execute(f"SELECT snapshot_id FROM {meta}.ducklake_snapshot ORDER BY 1").fetchall()
         },
-        "schemas": sorted(r[0] for r in con.execute(
-            f"SELECT schema_name FROM {meta}.ducklake_schema WHERE end_snapshot IS NULL").fetchall()),
+        "schemas": dict(con.execute(
+            f"SELECT schema_name, begin_snapshot FROM {meta}.ducklake_schema WHERE end_snapshot IS NULL ORDER BY 1").fetchall()),
         "relations": sorted(con.execute(
             "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'lake' "
             "UNION ALL SELECT schema_name, view_name FROM duckdb_views() WHERE database_name = 'lake'").fetchall()),
     }
     con.close()
-    return {"steps": results, "read": read, "cfg": cfg, "root": root}
+    return {"steps": results, "read": read, "cfg": cfg, "relaxed": relaxed, "root": root}
 
 
 def step(lake: dict[str, Any], label: str) -> StepResult:
@@ -297,7 +306,7 @@ def test_every_materialization_builds_three_times_and_with_full_refresh(lake: di
         assert "srdp_check_writer: catalog=lake | schema_name=marts | writer=dbt | owner=dbt | layer=marts | allowed=true | warning=NULL" in run.text
     # srdp's generate_schema_name: config(schema='marts') is lake.marts, as named.
     assert "OK created sql table model lake.marts.mart" in step(lake, "run 1").text
-    assert lake["read"]["schemas"] == ["curated", "main", "marts"]
+    assert sorted(lake["read"]["schemas"]) == ["curated", "main", "marts", "raw"]  # raw: the relaxed step
     # Run 4 rebuilt the incremental models and the seed from scratch.
     assert "OK loaded seed file curated.colors ...................................... [CREATE 5 in" in step(lake, "run 4").text
     # Before it, a seed run truncates the table and inserts the CSV's rows.
@@ -318,13 +327,15 @@ def test_no_snapshot_ever_shows_a_half_swapped_or_missing_model(lake: dict[str, 
     names = {f"curated.{n}" for n in NODES if n != "mart"} | {"marts.mart"}
     last_run = step(lake, "run 4").snapshot
     for snapshot, relations in alive.items():
+        if snapshot > last_run:  # the relaxed step's (raw and raw_copy)
+            continue
         assert not [r for r in relations if r.endswith(("__dbt_tmp", "__dbt_backup"))], (snapshot, relations)
         # Once every model exists (end of run 1), every later snapshot has all of them.
         if snapshot >= step(lake, "run 1").snapshot:
             assert set(relations) == names, (snapshot, relations)
-    # The failing and refused steps committed nothing.
-    assert max(alive) == last_run
-    assert lake["read"]["relations"] == sorted(tuple(n.split(".")) for n in names)
+    # The failing and refused steps committed nothing; the relaxed step created raw and raw_copy.
+    assert max(alive) == step(lake, "relaxed").snapshot == last_run + 2
+    assert lake["read"]["relations"] == sorted([tuple(n.split(".")) for n in names] + [("raw", "raw_copy")])
 
 
 def test_models_that_fail_mid_build_leave_the_previous_version(lake: dict[str, Any]) -> None:
@@ -363,7 +374,20 @@ def test_foreign_schema_is_refused_before_anything_is_written(lake: dict[str, An
         "srdp_check_writer: writer 'dbt' may not write schema 'raw' of catalog 'lake': it is owned by 'dlt' "
         "(single_writer). 'dbt' may write: curated, marts."
     ) in refused.text, refused.text
-    # tbl (allowed, selected with it) was not rebuilt either: no snapshot, no schema raw.
+    # tbl (allowed, selected with it) was not rebuilt either: no snapshot, no schema raw (only the
+    # relaxed step after it created one).
     assert refused.snapshot == step(lake, "run 4").snapshot
-    assert "raw" not in lake["read"]["schemas"]
+    assert lake["read"]["schemas"]["raw"] > refused.snapshot
     assert lake["read"]["now"]["tbl"] == expected(4)["tbl"]
+
+
+def test_a_write_allowed_only_by_relaxed_single_writer_is_built_with_srdp_warning(lake: dict[str, Any]) -> None:
+    relaxed = step(lake, "relaxed")
+    assert relaxed.success, relaxed.text
+    line = lake["relaxed"].read_text().splitlines().index("single_writer = false") + 1
+    warning = (f"srdp_check_writer: srdp rule single_writer is relaxed by {lake['relaxed']}:{line}: writer 'dbt' "
+               "writes schema 'raw' owned by 'dlt'")
+    assert warning in relaxed.text, relaxed.text
+    assert ("srdp_check_writer: catalog=lake | schema_name=raw | writer=dbt | owner=dlt | layer=raw | allowed=true | "
+            "warning=srdp rule single_writer is relaxed by") in relaxed.text
+    assert "OK created sql table model lake.raw.raw_copy" in relaxed.text
