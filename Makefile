@@ -1,7 +1,7 @@
 # srdp: build, test and demo. Everything runs offline from a clean clone:
 #   make demo   configure, build, and run the demo on examples/srdp.toml
 #   make test   configure, build, lint, unit tests, SQL tests, Python tests
-.PHONY: all configure debug release test test_release test_debug lint unit sqltest pytest \
+.PHONY: all configure python-env debug release test test_release test_debug lint unit sqltest pytest \
         demo bench clean clean_all postgres
 
 SHELL := /bin/bash
@@ -24,7 +24,10 @@ all: release
 # --- set-up ---------------------------------------------------------------------------------
 # The venv (pins of python/requirements.txt) and the repo-local DuckDB extension directory,
 # filled from the PyPI extension wheels. Idempotent: stamps make a second run instant.
-configure: $(VENV)/.configured $(EXT_DIR)/.installed postgres
+configure: python-env postgres
+
+# The venv and the extension directory: all that building, the demo and the benchmarks need.
+python-env: $(VENV)/.configured $(EXT_DIR)/.installed
 
 # PostgreSQL server binaries for the tests' throwaway cluster (Debian's package, when missing).
 postgres:
@@ -50,22 +53,22 @@ define package
 	  --extension-version $(EXT_VERSION) --abi-type C_STRUCT
 endef
 
-release: configure
+release: python-env
 	SRDP_EXTENSION_VERSION=$(EXT_VERSION) cargo build --release
 	$(call package,release)
 
-debug: configure
+debug: python-env
 	SRDP_EXTENSION_VERSION=$(EXT_VERSION) cargo build
 	$(call package,debug)
 
 # --- tests ----------------------------------------------------------------------------------
 test: test_release
 
-test_release: release
+test_release: postgres release
 	$(MAKE) --no-print-directory lint unit
 	SRDP_EXTENSION=$(CURDIR)/build/release/srdp.duckdb_extension $(MAKE) --no-print-directory sqltest pytest
 
-test_debug: debug
+test_debug: postgres debug
 	$(MAKE) --no-print-directory lint unit
 	SRDP_EXTENSION=$(CURDIR)/build/debug/srdp.duckdb_extension $(MAKE) --no-print-directory sqltest pytest
 
@@ -88,9 +91,10 @@ demo: release
 
 # srdp against the plain DuckLake calls, same run, identical lakes (about 27 minutes; see
 # bench/README.md; `.venv/bin/python bench/bench.py --datasets 10,100` takes about 3).
-bench: release
+bench: postgres release
 	$(PY) bench/bench.py
 	$(PY) bench/bench_pg.py
+	$(PY) bench/bench_io.py
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:
