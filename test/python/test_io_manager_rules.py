@@ -105,7 +105,7 @@ def test_raw_is_append_only_a_replace_is_refused_before_writing(lake: Path) -> N
         "writing lake.raw_io.events with write_mode 'replace' is refused: schema 'raw_io' is a raw layer and "
         "rule raw_append_only is on (raw keeps a complete audit trail and curated layers can always be rebuilt "
         "from it). Write with write_mode 'append', or relax the rule with the line `raw_append_only = false` "
-        "under [rules] in srdp.toml; nothing was written"
+        f"under [rules] in {lake}; nothing was written"
     )
     with view(lake) as v:
         assert v.table("raw_io.events") == [(1, "a1"), (1, "a1"), (2, "a2"), (2, "a2")]
@@ -134,7 +134,7 @@ def test_raw_validated_refuses_a_changed_column_type_and_allows_a_new_column(lak
     assert str(error.value) == (
         "lake.raw_io.events: column 'id' is INTEGER and the output has BIGINT; rule raw_validated freezes "
         "column types in raw (new columns are allowed). Cast the column to the table's type, or relax the "
-        "rule with the line `raw_validated = false` under [rules] in srdp.toml"
+        f"rule with the line `raw_validated = false` under [rules] in {lake}"
     )
     with view(lake) as v:
         assert v.table("raw_io.events") == [(1, "a"), (2, "b")]

@@ -91,7 +91,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
                 "partitions": list(context.asset_partition_keys) if context.has_asset_partitions else None,
                 "mode": mode,
             },
-            raw_validated=raw and bool(rules["raw_validated"]["enabled"]),
+            raw_validated=rules["raw_validated"]["relax_with"] if raw and rules["raw_validated"]["enabled"] else None,
             drop_missing_columns=bool((context.definition_metadata or {}).get("drop_missing_columns", False)),
             partition_slices=self._partition_slices(context),
         )
@@ -123,8 +123,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
                 f"writing {table.name} with write_mode 'replace' is refused: schema "
                 f"{table.schema!r} is a raw layer and rule raw_append_only is on "
                 f"({rules['raw_append_only']['why']}). Write with write_mode 'append', or relax "
-                "the rule with the line `raw_append_only = false` under [rules] in srdp.toml; "
-                "nothing was written"
+                f"the rule with {rules['raw_append_only']['relax_with']}; nothing was written"
             )
         return mode
 

@@ -66,7 +66,8 @@ class WritePlan:
     writer: str
     message: str
     extra: dict[str, Any]
-    raw_validated: bool
+    #: The rule's ``relax_with`` text when raw_validated applies to this write, else None.
+    raw_validated: str | None
     drop_missing_columns: bool
     #: Each partition key's own slice, when the write covers several (a range): rows are
     #: counted per partition in the write's snapshot.
@@ -310,8 +311,7 @@ class LakeSession:
                     raise IOManagerError(
                         f"{t.name}: column {name!r} is {old} and the output has {kind}; rule "
                         "raw_validated freezes column types in raw (new columns are allowed). Cast "
-                        "the column to the table's type, or relax the rule with the line "
-                        "`raw_validated = false` under [rules] in srdp.toml"
+                        f"the column to the table's type, or relax the rule with {plan.raw_validated}"
                     )
                 if lossless(old, kind):
                     self.con.execute(f"ALTER TABLE {t.sql} ALTER COLUMN {quote(name)} SET DATA TYPE {kind}")
