@@ -89,6 +89,8 @@ class DltDestination:
     """The srdp.toml every decision came from (absolute)."""
     options: DestinationOptions = field(default_factory=DestinationOptions, compare=False)
     """What :func:`destination` was asked, so :meth:`refresh` can ask again; credentials included."""
+    relax_with: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """Per rule, srdp's text for the line that relaxes it (``srdp_rules``' ``relax_with``)."""
 
     @property
     def catalog_user(self) -> str | None:
@@ -258,6 +260,7 @@ def _ask(catalog: str, options: DestinationOptions, config: str | os.PathLike[st
     with srdp.connect(config=config) as con:
         row = _one(con, "srdp_dlt_destination", catalog, **options.srdp_arguments())
         config_path = str(srdp.call(con, "srdp_version")[0]["config_path"])
+        relax_with = {r["rule"]: r["relax_with"] for r in srdp.call(con, "srdp_rules", catalog)}
     return DltDestination(
         catalog=row["catalog"],
         attach_name=row["attach_name"],
@@ -274,6 +277,7 @@ def _ask(catalog: str, options: DestinationOptions, config: str | os.PathLike[st
         warnings=tuple(row["warnings"] or []),
         config_path=config_path,
         options=options,
+        relax_with=relax_with,
     )
 
 

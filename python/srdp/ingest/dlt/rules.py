@@ -102,6 +102,6 @@ def _contract(value: Any) -> dict[str, str]:
 def _refusal(target: DltDestination, rule: str, what: str, instead: str) -> str:
     return (
         f"srdp.ingest.dlt: rule {rule} refuses this load into {target.catalog}.{target.dataset_name}: "
-        f"{what}. Either {instead}, or relax the rule with the line `{rule} = false` under "
-        f"[rules] in {target.config_path} (every load then logs a warning)"
+        f"{what}. Either {instead}, or relax the rule with {target.relax_with[rule]} (every load "
+        "then logs a warning)"
     )
