@@ -165,12 +165,17 @@ class LakeSession:
         return next((str(r["backend"]) for r in rows if r["catalog"] == self.catalog), "")
 
     def columns(self, table: TableRef) -> list[tuple[str, str]] | None:
-        """The table's columns and types in order, or None when it does not exist."""
-        rows = self.con.execute(
-            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? "
-            "AND schema_name = ? AND table_name = ? ORDER BY column_index",
-            [table.catalog, table.schema, table.table],
-        ).fetchall()
+        """The table's columns and types in order, or None when it does not exist.
+
+        ``DESCRIBE`` of the table itself (the same type names as ``duckdb_columns()``, which would
+        list the columns of every attached database, the catalog's metadata database included,
+        on every write and read). A missing table or schema is a binder error, which leaves an
+        open transaction usable.
+        """
+        try:
+            rows = self.con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table.sql})").fetchall()
+        except duckdb.CatalogException:
+            return None
         return [(r[0], r[1]) for r in rows] or None
 
     def write(self, plan: WritePlan, source: Callable[[], Source]) -> WriteResult:
@@ -270,14 +275,21 @@ class LakeSession:
             if select_params and _OUTSIDE in str(error):
                 raise IOManagerError(outside) from None
             raise
-        where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
-        in_slice = con.execute(f"SELECT count(*) FROM {t.sql}{where}", plan.slice.params).fetchone()
+        rows_written = int(inserted[0]) if inserted else 0
+        if plan.mode == "replace":
+            # The slice (or table) was emptied and every inserted row is inside it (checked above).
+            rows_in_slice = rows_written
+        else:
+            where = f" WHERE {plan.slice.condition}" if plan.slice.condition else ""
+            in_slice = con.execute(f"SELECT count(*) FROM {t.sql}{where}", plan.slice.params).fetchone()
+            rows_in_slice = int(in_slice[0]) if in_slice else 0
         by_partition = partition_counts(con, t, plan)
         return WriteResult(
-            rows_written=int(inserted[0]) if inserted else 0,
-            rows_in_slice=int(in_slice[0]) if in_slice else 0,
+            rows_written=rows_written,
+            rows_in_slice=rows_in_slice,
             snapshot_id=-1,
-            columns=self.columns(t) or incoming,
+            # Unchanged when the output has exactly the table's columns (nothing was altered).
+            columns=existing if existing == incoming else (self.columns(t) or incoming),
             attempts=attempt,
             created=existing is None,
             added_columns=added,
