@@ -50,7 +50,7 @@ shop_assets = srdp_dlt.srdp_dlt_assets(
 )
 
 
-@dg.asset(deps=[dg.AssetKey("dlt_shop_orders")], group_name="reports")
+@dg.asset(deps=[dg.AssetKey(["lake", "raw", "orders"])], group_name="reports")
 def order_count() -> dg.MaterializeResult:
     """Reads lake.raw.orders through srdp, the way every Python integration attaches the lake."""
     con = srdp.connect(config=CONFIG)

@@ -24,6 +24,10 @@ maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
 * :func:`srdp_dlt_assets` and :class:`SrdpDltTranslator` (``dlt_assets``): Dagster assets over
   dagster-dlt that load through :mod:`srdp.ingest.dlt`; imported on first use, so a Dagster
   application without dlt never imports it.
+* :class:`SrdpDbtTranslator` (``dbt_assets``): dagster-dbt's translator keyed and named by the
+  physical table, imported (with dagster-dbt) on first use; :func:`srdp_table` (``lineage``)
+  gives an IO manager asset the same key and ``dagster/table_name``, so dlt, dbt and IO manager
+  assets form one graph.
 
 >>> defs = add_srdp_definitions(my_defs, config_path="/etc/srdp/srdp.toml")
 """
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from srdp.dagster.definitions import add_srdp_definitions, srdp_definitions
 from srdp.dagster.io_manager import SNAPSHOT_KEY, IOManagerError, SrdpIOManager
+from srdp.dagster.lineage import SrdpTable, srdp_table, table_asset_key
 from srdp.dagster.maintenance import (
     MAINTENANCE_JOB,
     MAINTENANCE_SCHEDULE,
@@ -63,6 +68,7 @@ from srdp.dagster.pressure import (
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, NoStorageIOManager, SrdpResource
 
 if TYPE_CHECKING:
+    from srdp.dagster.dbt_assets import SrdpDbtTranslator as SrdpDbtTranslator
     from srdp.dagster.dlt_assets import SrdpDltTranslator as SrdpDltTranslator
     from srdp.dagster.dlt_assets import srdp_dlt_assets as srdp_dlt_assets
 
@@ -85,6 +91,7 @@ __all__ = [
     "IOManagerError",
     "SrdpIOManager",
     "SrdpResource",
+    "SrdpTable",
     "add_srdp_definitions",
     "build_hourly_schedule",
     "build_nightly_schedule",
@@ -98,10 +105,14 @@ __all__ = [
     "pressure_events",
     "publish_events",
     "srdp_definitions",
+    "srdp_table",
+    "table_asset_key",
 ]
 
 #: Names that live in srdp.dagster.dlt_assets, imported (with dlt and dagster-dlt) on first use only.
 _DLT_NAMES = frozenset({"SrdpDltTranslator", "srdp_dlt_assets"})
+#: Names that live in srdp.dagster.dbt_assets, imported (with dagster-dbt) on first use only.
+_DBT_NAMES = frozenset({"SrdpDbtTranslator"})
 
 
 def __getattr__(name: str) -> Any:
@@ -109,8 +120,12 @@ def __getattr__(name: str) -> Any:
         from srdp.dagster import dlt_assets
 
         return getattr(dlt_assets, name)
+    if name in _DBT_NAMES:
+        from srdp.dagster import dbt_assets
+
+        return getattr(dbt_assets, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _DLT_NAMES)
+    return sorted(set(globals()) | _DLT_NAMES | _DBT_NAMES)
