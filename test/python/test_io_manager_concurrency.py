@@ -23,8 +23,7 @@ import logging
 import os
 import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ import pyarrow as pa
 import srdp
 from conftest import REPO, write_config
 from lakecheck import Lake, stored_files
-from pg_lake import PgLake, new_lake
+from pg_lake import new_lake
 
 DAGSTER = str(REPO / ".venv" / "bin" / "dagster")
 
