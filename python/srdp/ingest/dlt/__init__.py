@@ -28,6 +28,10 @@ would otherwise use its ``ducklake_name`` as the schema and not find the lake):
 ...                             catalog_password=os.environ["LAKE_WRITER_PASSWORD"],
 ...                             storage_credentials=AwsCredentials(...))   # S3 data path, optional
 
+A load that dlt stops under ``raw_validated`` (a column of a raw table would change type) raises
+:class:`SrdpDltValidationError`, naming the column, both types, the line that relaxes the rule
+and what becomes of the load package left pending.
+
 A load that fails with the password (or the storage secret) in dlt's error text raises
 :class:`SrdpDltLoadError` with the text redacted, and the helper redacts dlt's trace of that run.
 
@@ -50,7 +54,7 @@ os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
 
 from typing import TYPE_CHECKING, Any  # noqa: E402  (telemetry must be off before dlt is imported)
 
-from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltLoadError  # noqa: E402
+from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltLoadError, SrdpDltValidationError  # noqa: E402
 from srdp.ingest.dlt.guard import check_not_filesystem  # noqa: E402
 from srdp.ingest.dlt.destination import DestinationOptions, DltDestination, destination, pipeline, run  # noqa: E402
 
@@ -63,6 +67,7 @@ __all__ = [
     "DltDestination",
     "SrdpDltError",
     "SrdpDltLoadError",
+    "SrdpDltValidationError",
     "SrdpDltTranslator",
     "check_not_filesystem",
     "destination",

@@ -185,7 +185,8 @@ class DltDestination:
 
     def run(self, pipeline: Pipeline, data: Any, **kwargs: Any) -> LoadInfo:
         """Loads ``data`` with ``pipeline`` after asking srdp again (:func:`.load.prepare_load`).
-        A failure whose text holds a secret given to the helper is :class:`SrdpDltLoadError`, redacted."""
+        A failure whose text holds a secret given to the helper is :class:`SrdpDltLoadError`, redacted;
+        a type change dlt refuses under ``raw_validated`` is :class:`SrdpDltValidationError`."""
         return prepare_load(self, pipeline, rules.resources_of(data), kwargs).run(data)
 
     def secret_free_failure(self, pipeline: Pipeline, error: BaseException) -> SrdpDltLoadError | None:

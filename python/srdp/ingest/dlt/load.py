@@ -3,7 +3,8 @@ Dagster assets of :mod:`srdp.dagster.dlt_assets`).
 
 :func:`prepare_load` asks srdp again and applies everything srdp.toml says before dlt runs;
 :class:`PreparedLoad` then runs dlt and turns a failure whose text holds a secret into
-:class:`SrdpDltLoadError`, redacted, without dlt's exception attached.
+:class:`SrdpDltLoadError`, redacted, without dlt's exception attached, and dlt's refusal of a type
+change under ``raw_validated`` into :class:`SrdpDltValidationError`, which says what to do.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dlt.common.pipeline import LoadInfo
 from dlt.extract import DltResource
 from dlt.pipeline.pipeline import Pipeline
+
+from srdp.ingest.dlt import rules
 
 if TYPE_CHECKING:
     from srdp.ingest.dlt.destination import DltDestination
@@ -38,20 +41,32 @@ class PreparedLoad:
     arguments: dict[str, Any]
 
     def run(self, data: Any) -> LoadInfo:
-        """``pipeline.run(data, **arguments)``, with failures redacted as :meth:`stream` does."""
-        (info,) = self.stream(lambda: [self.pipeline.run(data, **self.arguments)])
+        """``pipeline.run(data, **arguments)``, with failures explained as :meth:`stream` does
+        (the next ``pipeline.run`` retries a package that failed)."""
+        (info,) = self.stream(lambda: [self.pipeline.run(data, **self.arguments)], retried_by_next_run=True)
         return info
 
-    def stream(self, events: Callable[[], Iterable[T]]) -> Iterator[T]:
+    def stream(self, events: Callable[[], Iterable[T]], *, retried_by_next_run: bool = False) -> Iterator[T]:
         """Yields what ``events()`` yields; a failure whose text holds a secret given to the
-        helper is raised as :class:`SrdpDltLoadError` instead, with dlt's text redacted."""
+        helper is raised as :class:`SrdpDltLoadError` instead, with dlt's text redacted, and a
+        type change refused under ``raw_validated`` as :class:`SrdpDltValidationError`.
+
+        ``retried_by_next_run``: whether the next run of ``events`` tries a failed load package
+        again (``pipeline.run`` does); the default, ``False``, is dagster-dlt's
+        ``DagsterDltResource.run``, which drops pending packages before every run.
+        """
         failure = None
         try:
             yield from events()
         except Exception as error:
             failure = self.destination.secret_free_failure(self.pipeline, error)
             if failure is None:
-                raise
+                violation = rules.validation_failure(
+                    self.destination, self.pipeline, error, retried_by_next_run=retried_by_next_run
+                )
+                if violation is None:
+                    raise
+                raise violation from error
         # Raised outside the except block, so dlt's exception (and its secret) is not attached.
         if failure is not None:
             raise failure
