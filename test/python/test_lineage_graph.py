@@ -10,6 +10,7 @@ plain DuckDB + DuckLake (no srdp), against values computed here from the source'
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import shutil
 import sys
@@ -175,3 +176,37 @@ def test_the_whole_chain_materializes_once_and_every_table_holds_its_rows(platfo
     assert _read(config, "SELECT typeof(order_date), order_date::VARCHAR, orders, revenue FROM lake.analytics.daily_revenue ORDER BY 1") == [
         ("DATE", day, len(amounts), float(sum(amounts))) for day, amounts in sorted(by_day.items())
     ]
+
+
+def test_a_child_table_selected_without_its_parent_is_refused_before_any_load(platform: ModuleType) -> None:
+    resources = {"dlt": platform.DagsterDltResource()}
+    before = _read(Path(platform.CONFIG), "SELECT count(*) FROM lake.snapshots()")
+    result = dg.materialize([platform.shop_assets], selection=[RAW_ITEMS], resources=resources, raise_on_error=False)
+    assert not result.success
+    error = result.get_step_failure_events()[0].event_specific_data.error
+    message = error.cause.message if error.cause else error.message
+    assert "dlt loads a child table only with its parent: select lake/raw/orders with lake/raw/orders__items" in message
+    assert _read(Path(platform.CONFIG), "SELECT count(*) FROM lake.snapshots()") == before
+
+
+def test_an_undeclared_child_table_is_loaded_and_named_in_a_warning(platform: ModuleType) -> None:
+    import dlt
+
+    from srdp.ingest.dlt import srdp_dlt_assets
+
+    @dlt.source
+    def baskets_source() -> Any:
+        @dlt.resource
+        def baskets() -> Any:
+            yield [{"id": 1, "lines": [{"sku": "tea"}, {"sku": "cup"}]}]
+
+        return baskets
+
+    assets = srdp_dlt_assets(dlt_source=baskets_source(), destination=platform.raw, pipeline_name="baskets", name="baskets")
+    assert {s.key for s in assets.specs} == {dg.AssetKey(["lake", "raw", "baskets"])}
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([assets], resources={"dlt": platform.DagsterDltResource()}, instance=instance)
+    assert result.success
+    warnings = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    assert any("dlt loaded child table(s) baskets__lines of resource 'baskets' that are not assets" in w for w in warnings), warnings
+    assert _read(Path(platform.CONFIG), "SELECT count(*) FROM lake.raw.baskets__lines") == [(2,)]

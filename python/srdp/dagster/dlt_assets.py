@@ -19,6 +19,7 @@ from typing import Any
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, AssetSpec, MaterializeResult, multi_asset
 from dagster_dlt import DagsterDltResource, DagsterDltTranslator, build_dlt_asset_specs
 from dagster_dlt.translator import DltResourceTranslatorData
+from dlt.common.schema.utils import get_nested_tables
 from dlt.extract import DltResource, DltSource
 from dlt.pipeline.pipeline import Pipeline
 
@@ -166,6 +167,14 @@ def srdp_dlt_assets(
             for child in children_by_key.get(key, []) if key is not None else []:
                 if child in chosen:
                     yield MaterializeResult(asset_key=child, metadata=_child_metadata(dlt_pipeline, tables_by_key[child]))
+        for resource in selected:
+            undeclared = _undeclared_children(dlt_pipeline, tables[resource.name], children.get(resource.name, []))
+            if undeclared:
+                context.log.warning(
+                    f"dlt loaded child table(s) {', '.join(undeclared)} of resource {resource.name!r} "
+                    "that are not assets: declare them on the resource with "
+                    "nested_hints={'<field>': dlt.mark.make_nested_hints(columns=[])} to put them in the graph"
+                )
 
     return _srdp_dlt_assets
 
@@ -192,6 +201,16 @@ def _nested_tables(resource: DltResource, table: str, naming: Any) -> list[str]:
     if not getattr(resource, "nested_hints", None):
         return []
     return [str(schema["name"]) for schema in resource.compute_nested_table_schemas(table, naming)]
+
+
+def _undeclared_children(pipeline: Pipeline, table: str, declared: list[tuple[str, str]]) -> list[str]:
+    """Child tables of ``table`` in the pipeline's schema that no asset stands for."""
+    known = {child for child, _ in declared}
+    if pipeline.default_schema_name is None:
+        return []  # nothing loaded yet
+    tables = pipeline.default_schema.tables
+    nested = get_nested_tables(tables, table, include_self=False) if table in tables else []
+    return sorted(str(t["name"]) for t in nested if t["name"] not in known)
 
 
 def _child_metadata(pipeline: Pipeline, table_name: str) -> dict[str, Any]:
