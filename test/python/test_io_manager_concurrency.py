@@ -568,11 +568,13 @@ def test_first_writes_of_two_processes_create_the_lake_and_both_commit(tmp_path:
     does not exist yet, so both attach it as writer, and one of them creates it. Repeated on
     fresh lakes, since which process loses the race differs from round to round.
 
-    Fails today in most runs (in 3 runs of 4 to 6 rounds: 4 of 4, 3 of 6 and 0 of 4 rounds lost
-    the race): DuckLake's initialization of the SQLite catalog in one process makes the other's
-    ``srdp_attach_catalog(role := 'writer')`` fail with ``Failed to initialize DuckLake: ...
-    CREATE TABLE ducklake_metadata ...: database is locked``, and neither srdp's attach nor the
-    IO manager retries it (srdp_retry_wait classifies the message as retryable)."""
+    Fails today in most runs (4 runs of 4 to 6 rounds: 4 of 4, 3 of 6, 0 of 4 and 2 of 6 rounds
+    lost the race): DuckLake's initialization of the SQLite catalog in one process makes the
+    other's ``srdp_attach_catalog(role := 'writer')`` fail with ``Failed to initialize DuckLake:
+    ... CREATE TABLE ducklake_metadata ...: database is locked``. A plain DuckLake ATTACH races
+    the same way, and attaching again then succeeds on the lake the other process created; but
+    neither srdp's attach nor the IO manager retries it (srdp_retry_wait classifies the message
+    as retryable)."""
     failures = []
     for round_ in range(FIRST_WRITE_ROUNDS):
         app = sqlite_app(tmp_path / f"round{round_}", create_lake=False, dagster_home=False)
