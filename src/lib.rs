@@ -21,6 +21,7 @@
 //! [`functions`] holds one file per SQL function; this file holds only the entrypoint.
 
 pub mod attach;
+pub mod audit;
 pub mod config;
 pub mod error;
 pub mod functions;

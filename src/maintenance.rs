@@ -8,6 +8,7 @@
 //! wrote itself.
 
 use crate::attach::AttachSpec;
+use crate::audit;
 use crate::error::{Result, SrdpError};
 use crate::plan::{self, AutoCompactOption, Dataset, Failure};
 use crate::retry::Jitter;
@@ -32,11 +33,13 @@ pub struct Inlined {
 
 /// How a step's statement runs on the runner (see [`run_in_one_transaction`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepMode {
+pub enum StepMode<'a> {
     /// One autocommit statement.
     Autocommit,
-    /// `BEGIN TRANSACTION`, the statement bound and executed, `COMMIT`.
-    BoundInOneTransaction,
+    /// `BEGIN TRANSACTION`, this statement (the `CALL ... set_commit_message` that labels the
+    /// snapshot with srdp's author, [`crate::audit::MAINTENANCE_AUTHOR`]), the step's statement
+    /// bound and executed, `COMMIT`.
+    BoundInOneTransaction(&'a str),
 }
 
 /// The outcome of a step that may have been retried.
@@ -156,10 +159,11 @@ impl<'a> Lake<'a> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = if mode == StepMode::BoundInOneTransaction {
-                run_in_one_transaction(self.conn, statement, &row)
-            } else {
-                self.conn.query_row(statement, [], &row)
+            let outcome = match mode {
+                StepMode::BoundInOneTransaction(label) => {
+                    run_in_one_transaction(self.conn, label, statement, &row)
+                }
+                StepMode::Autocommit => self.conn.query_row(statement, [], &row),
             };
             let message = match outcome {
                 Ok(value) => {
@@ -237,10 +241,15 @@ impl<'a> Lake<'a> {
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
+        let label = sql::set_commit_message(
+            &Ident::new(&self.spec.alias),
+            &Literal::new(crate::audit::MAINTENANCE_AUTHOR),
+            &Literal::new(&format!("srdp_compact: merge {}", dataset.name())),
+        );
         self.step(
             dataset,
             "merge",
-            StepMode::BoundInOneTransaction,
+            StepMode::BoundInOneTransaction(&label),
             &statement,
             done,
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -249,6 +258,52 @@ impl<'a> Lake<'a> {
 }
 
 impl Lake<'_> {
+    /// What the write audit reads: the snapshots from `min_id` on, every version of every
+    /// table, view and schema, and the live schema names.
+    pub fn audit_history(
+        &self,
+        min_id: i64,
+    ) -> Result<(Vec<audit::Snapshot>, Vec<audit::Version>, Vec<String>)> {
+        let queries = audit::AuditQueries::new(&self.spec.alias, &self.spec.metadata_schema);
+        let snapshots = self.read(&queries.snapshots(min_id), |r| {
+            Ok(audit::Snapshot {
+                id: r.get(0)?,
+                time: r.get(1)?,
+                author: r.get(2)?,
+                message: r.get(3)?,
+                changes: r.get(4)?,
+            })
+        })?;
+        let versions = self
+            .read(&queries.versions(), |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    audit::Version {
+                        kind: audit::ObjectKind::Table,
+                        id: r.get(1)?,
+                        name: r.get(2)?,
+                        schema_id: r.get(3)?,
+                        begin: r.get(4)?,
+                    },
+                ))
+            })?
+            .into_iter()
+            .filter_map(|(kind, v)| {
+                audit::ObjectKind::parse(&kind).map(|kind| audit::Version { kind, ..v })
+            })
+            .collect();
+        let schemas = self.read(&self.meta.schemas(), |r| r.get::<_, String>(0))?;
+        Ok((snapshots, versions, schemas))
+    }
+
+    /// A `since :=` timestamp in microseconds since the epoch, `None` if DuckDB cannot read it.
+    pub fn timestamp_micros(&self, text: &str) -> Result<Option<i64>> {
+        let rows = self.read(&audit::timestamp_micros(&Literal::new(text)), |r| {
+            r.get::<_, Option<i64>>(0)
+        })?;
+        Ok(rows.into_iter().next().flatten())
+    }
+
     /// First row id of each live data file of `dataset`, taken right before a merge.
     pub fn file_row_starts(&self, dataset: &Dataset) -> Result<BTreeMap<i64, i64>> {
         let rows = self.read(&self.meta.live_file_row_starts(dataset.table_id), |r| {
@@ -325,15 +380,19 @@ impl Lake<'_> {
 /// Flushes choose their rows when they execute (a stale prepared flush flushes nothing), and
 /// DuckLake's flush runs more than one metadata query: inside an explicit transaction a failure
 /// of the first (such as PostgreSQL's missing inlined table) would surface only as "Current
-/// transaction is aborted", hiding the cause. So flushes and deletes stay autocommit.
+/// transaction is aborted", hiding the cause. So flushes and deletes stay autocommit, and
+/// only the merge carries srdp's commit author and message (`label`, run right after `BEGIN`;
+/// a merge that merges nothing commits no snapshot, label or not).
 fn run_in_one_transaction<T>(
     conn: &Connection,
+    label: &str,
     statement: &str,
     row: impl FnOnce(&duckdb::Row) -> duckdb::Result<T>,
 ) -> duckdb::Result<T> {
     conn.execute_batch("BEGIN TRANSACTION")?;
     let outcome = conn
-        .query_row(statement, [], row)
+        .execute_batch(label)
+        .and_then(|()| conn.query_row(statement, [], row))
         .and_then(|value| conn.execute_batch("COMMIT").map(|()| value));
     if outcome.is_err() {
         // A failed statement leaves the transaction open and aborted, a failed COMMIT may too;

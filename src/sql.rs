@@ -217,6 +217,11 @@ pub fn delete_row_ids(alias: &Ident, schema: &Ident, table: &Ident, row_ids: &[i
     )
 }
 
+/// Sets the commit author and message of the open transaction on lake `alias`.
+pub fn set_commit_message(alias: &Ident, author: &Literal, message: &Literal) -> String {
+    format!("CALL {alias}.set_commit_message({author}, {message})")
+}
+
 /// Merges one dataset's adjacent small files; returns `files_processed, files_created`.
 pub fn merge(alias: &Literal, schema: &Literal, table: &Literal) -> String {
     format!(
@@ -346,6 +351,14 @@ mod tests {
         assert_eq!(
             flush(&a, &s, &t),
             "SELECT COALESCE(sum(rows_flushed), 0)::BIGINT FROM ducklake_flush_inlined_data('lake', schema_name => 'raw', table_name => 'it''s')"
+        );
+        assert_eq!(
+            set_commit_message(
+                &Ident::new("l\"x"),
+                &Literal::new("srdp"),
+                &Literal::new("it's")
+            ),
+            "CALL \"l\"\"x\".set_commit_message('srdp', 'it''s')"
         );
         assert_eq!(
             merge(&a, &s, &t),

@@ -22,6 +22,7 @@ mod rules;
 mod selection;
 mod table_name;
 mod version;
+mod write_audit;
 
 pub use args::{Args, CONFIG_SETTING};
 pub use output::{Cell, Column};
@@ -185,6 +186,10 @@ pub fn register(con: &Connection, shared: &Shared) -> duckdb::Result<()> {
     )?;
     con.register_table_function_with_extra_info::<Table<postgres_roles::PostgresRoles>, _>(
         postgres_roles::PostgresRoles::NAME,
+        shared,
+    )?;
+    con.register_table_function_with_extra_info::<Table<write_audit::WriteAudit>, _>(
+        write_audit::WriteAudit::NAME,
         shared,
     )?;
     Ok(())

@@ -20,7 +20,7 @@ pub struct WriterCheck {
 }
 
 /// Writers and layer of `schema`: its own entry, or the layer's entry for a tenant dataset.
-pub(super) fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
+pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
     if let Some(s) = def.schemas.get(schema) {
         return Some((s.writers.clone(), s.layer.clone()));
     }
