@@ -24,7 +24,15 @@ import dagster as dg
 
 import srdp
 
-__all__ = ["TABLE_NAME_KEY", "SrdpTable", "physical_table_names", "srdp_table", "table_asset_key"]
+__all__ = [
+    "TABLE_NAME_KEY",
+    "SrdpTable",
+    "defined_catalogs",
+    "explicit_key",
+    "physical_table_names",
+    "srdp_table",
+    "table_asset_key",
+]
 
 #: Definition metadata naming an asset's physical table (Dagster's ``TableMetadataSet.table_name``).
 TABLE_NAME_KEY = "dagster/table_name"
