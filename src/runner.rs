@@ -77,7 +77,7 @@ impl Runner {
         match (present, inner.attached.get(&key)) {
             (false, _) => {
                 inner.preflight(spec)?;
-                inner.execute(&spec.sql, spec)?;
+                inner.attach_retrying(spec)?;
                 inner.attached.insert(key, spec.clone());
                 Ok(AttachStatus::Attached)
             }
@@ -233,6 +233,33 @@ impl Inner {
                 other => other,
             }
         })
+    }
+
+    /// The ATTACH, run again while it fails with a retryable error: two processes whose first
+    /// writer attach creates the same new SQLite lake race on DuckLake's initialisation, and the
+    /// loser gets `database is locked`; run again, it finds the lake the winner created. A failed
+    /// ATTACH attaches nothing, so re-running it is safe.
+    fn attach_retrying(&self, spec: &AttachSpec) -> Result<()> {
+        let started = Instant::now();
+        let mut jitter = crate::retry::Jitter::from_clock();
+        let budget = crate::retry::RetryPolicy {
+            max_retry: spec.retry.max_retry.min(REATTACH_BUDGET),
+            ..spec.retry
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let error = match self.execute(&spec.sql, spec) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let retryable = matches!(&error, SrdpError::DuckDb { message, .. }
+                if crate::plan::classify(message) == crate::plan::Failure::Retryable);
+            match budget.next_wait(attempt, started.elapsed(), jitter.draw()) {
+                Some(wait) if retryable => std::thread::sleep(wait),
+                _ => return Err(error),
+            }
+        }
     }
 
     /// Checks that can fail before anything changes, and the directories a writer creates.
