@@ -347,15 +347,22 @@ class LakeSession:
         return bool(row and row[0])
 
     def relation(self, table: TableRef, columns: list[str] | None, where: Slice, snapshot: int | None) -> duckdb.DuckDBPyRelation:
-        """A relation over the table on a cursor of its own (it may stream after this returns)."""
+        """A relation over the table on a cursor of its own (it may stream after this returns).
+
+        The relation is bound here, so a missing table fails here; only then is the table
+        looked up, to say so (a lookup before every read would cost a statement of its own)."""
         self.attach("reader")
-        if self.columns(table) is None:
-            raise IOManagerError(f"{table.name} does not exist; materialize its asset first")
         select = ", ".join(quote(c) for c in columns) if columns else "*"
         at = f" AT (VERSION => {int(snapshot)})" if snapshot is not None else ""
         condition = f" WHERE {where.condition}" if where.condition else ""
         cursor = self.con.cursor()
-        return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
+        try:
+            return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
+        except duckdb.CatalogException:
+            cursor.close()
+            if self.columns(table) is None:
+                raise IOManagerError(f"{table.name} does not exist; materialize its asset first") from None
+            raise
 
 
 def _secret_problem(con: duckdb.DuckDBPyConnection, statement: str) -> str | None:
