@@ -89,4 +89,7 @@ step "6. Loaders keep writing; the nightly job runs once through Dagster (srdp_d
 echo "(10 more batches of 10 events)"
 DAGSTER_HOME= .venv/bin/python scripts/demo_dagster.py
 
-step "Done. The lake is in demo/: catalog/lake.sqlite and data/lake/"
+step "7. The whole platform (examples/platform): dlt -> dbt -> IO manager, one asset graph"
+DAGSTER_HOME= .venv/bin/python scripts/demo_platform.py
+
+step "Done. The lakes are in demo/: catalog/lake.sqlite and data/lake/, platform/"

@@ -25,7 +25,7 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     # The demo ends with the nightly job, run once through Dagster: the late batches are flushed
     # and merged into the one compacted file.
     assert "srdp_maintain_datasets - srdp: lake.raw.events: compacted; 100 inlined rows" in out.stderr
-    tail = text[text.index("== 6. "):]
+    tail = text[text.index("== 6. "):text.index("== 7. ")]
     assert "dagster run " in tail and ": success" in tail
     # Before it, the application's assets were written through srdp's IO manager.
     writes = [line.split()[:5] for line in tail.splitlines() if line.startswith("  lake.analytics.")]
@@ -56,3 +56,18 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     assert con.execute("SELECT count(*), sum(orders) FROM lake.analytics.daily_orders").fetchone() == (4, 16)
     con.execute("DETACH lake")
     con.close()
+    # Step 7: the whole platform, dlt -> dbt -> IO manager, as one asset graph on its own lake.
+    platform = text[text.index("== 7. "):]
+    edges = [line.strip() for line in platform.splitlines() if " -> lake/" in line]
+    assert edges == [
+        "lake/curated/orders_clean -> lake/analytics/daily_revenue",
+        "lake/raw/orders -> lake/curated/orders_clean",
+        "lake/raw/orders__items -> lake/curated/orders_clean",
+    ]
+    assert [line.strip() for line in platform.splitlines() if line.strip().startswith("lake.") and "rows" in line] == [
+        "lake.raw.orders: 3 rows",
+        "lake.raw.orders__items: 4 rows",
+        "lake.curated.orders_clean: 3 rows",
+        "lake.analytics.daily_revenue: 2 rows",
+    ]
+    assert (REPO / "demo" / "platform" / "catalog" / "lake.sqlite").is_file()
