@@ -356,6 +356,9 @@ class LakeSession:
         at = f" AT (VERSION => {int(snapshot)})" if snapshot is not None else ""
         condition = f" WHERE {where.condition}" if where.condition else ""
         cursor = self.con.cursor()
+        # A cursor is a connection of its own: it does not inherit the session's time zone, and
+        # time windows must be compared in UTC here as in the writes.
+        cursor.execute("SET TimeZone = 'UTC'")
         try:
             return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
         except duckdb.CatalogException:
