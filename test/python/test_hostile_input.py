@@ -27,6 +27,7 @@ POSITIONAL = {
     "srdp_retry_wait": ["catalog", "message"],
     "srdp_rules": ["catalog"],
     "srdp_table_name": ["catalog", "schema_name", "table_name"],
+    "srdp_write_audit": ["catalog"],
     "srdp_catalogs": [],
     "srdp_version": [],
 }
@@ -80,7 +81,7 @@ def test_a_nul_byte_in_any_text_argument_is_an_error_naming_it(connect, tmp_path
     # Every function with text arguments is covered, config := included everywhere.
     assert {f for f, _, _ in params} == set(POSITIONAL)
     assert sum(1 for _, p, _ in params if p == "config") == len(POSITIONAL)
-    assert len(params) == 43
+    assert len(params) == 46
     for function, parameter, positional in params:
         sql = call_with_nul(function, parameter, positional)
         shown = parameter if positional else f"{parameter} :="
