@@ -568,13 +568,11 @@ def test_first_writes_of_two_processes_create_the_lake_and_both_commit(tmp_path:
     does not exist yet, so both attach it as writer, and one of them creates it. Repeated on
     fresh lakes, since which process loses the race differs from round to round.
 
-    Fails today in most runs (4 runs of 4 to 6 rounds: 4 of 4, 3 of 6, 0 of 4 and 2 of 6 rounds
-    lost the race): DuckLake's initialization of the SQLite catalog in one process makes the
-    other's ``srdp_attach_catalog(role := 'writer')`` fail with ``Failed to initialize DuckLake:
-    ... CREATE TABLE ducklake_metadata ...: database is locked``. A plain DuckLake ATTACH races
-    the same way, and attaching again then succeeds on the lake the other process created; but
-    neither srdp's attach nor the IO manager retries it (srdp_retry_wait classifies the message
-    as retryable)."""
+    DuckLake's initialization of the SQLite catalog in one process can make the other's ATTACH
+    fail with ``Failed to initialize DuckLake: ... CREATE TABLE ducklake_metadata ...: database
+    is locked`` (a plain DuckLake ATTACH races the same way); attaching again succeeds on the
+    lake the other process created, so srdp_attach_catalog retries it. Before it did, 4 runs of
+    this test lost the race in 4 of 4, 3 of 6, 0 of 4 and 2 of 6 rounds."""
     failures = []
     for round_ in range(FIRST_WRITE_ROUNDS):
         app = sqlite_app(tmp_path / f"round{round_}", create_lake=False, dagster_home=False)
