@@ -29,6 +29,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 import srdp
 from srdp.ingest.dlt import guard, redact, rules
+from srdp.ingest.dlt.audited import SrdpDuckLake
 from srdp.ingest.dlt.credentials import Password, ducklake_credentials
 from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltLoadError
 from srdp.ingest.dlt.load import LOGGER, prepare_load
@@ -154,8 +155,9 @@ class DltDestination:
         return ducklake_credentials(self)
 
     def dlt_destination(self) -> Destination:
-        """dlt's ``ducklake`` destination for this catalog."""
-        return dlt.destinations.ducklake(credentials=self.credentials())
+        """dlt's ``ducklake`` destination for this catalog, each write labelled with this
+        destination's writer as DuckLake commit author (:mod:`.audited`)."""
+        return SrdpDuckLake(credentials=self.credentials(), writer=self.writer)
 
     def pipeline(self, pipeline_name: str, **kwargs: Any) -> Pipeline:
         """A dlt pipeline that loads into this dataset; ``kwargs`` go to ``dlt.pipeline``

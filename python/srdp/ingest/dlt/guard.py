@@ -17,6 +17,7 @@ from dlt.common.destination import Destination
 from dlt.pipeline.pipeline import Pipeline
 
 import srdp
+from srdp.ingest.dlt.audited import SrdpDuckLake
 from srdp.ingest.dlt.errors import SrdpDltError
 
 if TYPE_CHECKING:
@@ -64,14 +65,15 @@ def check_not_filesystem(
 
 def check_pipeline(target: DltDestination, pipeline: Pipeline) -> None:
     """Refuses a pipeline that does not load into ``target``'s dataset (say, a ``filesystem``
-    pipeline pointed at the data path)."""
+    pipeline pointed at the data path), or loads it with another destination than the helper's
+    (dlt's plain ``ducklake`` would leave its writes without a commit author)."""
     dlt_target = pipeline.destination
     if dlt_target is not None and dlt_target.destination_type == "dlt.destinations.filesystem":
         check_not_filesystem(pipeline, config=target.config_path)
     alias = getattr((dlt_target.config_params if dlt_target else {}).get("credentials"), "ducklake_name", None)
     if (
-        dlt_target is None
-        or dlt_target.destination_type != "dlt.destinations.ducklake"
+        not isinstance(dlt_target, SrdpDuckLake)
+        or dlt_target.srdp_writer != target.writer
         or alias != target.attach_name
         or pipeline.dataset_name != target.dataset_name
     ):
