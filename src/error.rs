@@ -140,7 +140,24 @@ pub enum SrdpError {
         writer: String,
         schema: String,
         catalog: String,
-        /// `it is owned by 'dbt' (single_writer). 'dlt' may write: landing, raw`.
+        /// `it is owned by 'dbt' (single_writer). 'dlt' may write: raw and the landing zone
+        /// (landing_path)`.
+        why: String,
+        path: PathBuf,
+    },
+
+    /// The single_writer rule refuses this writer on the catalog's landing zone (dlt owns it).
+    #[error(
+        "writer '{writer}' may not write the landing zone of catalog '{catalog}' ({landing}): \
+         {why}. To relax the rule, add {relax} in {path}",
+        relax = crate::rules::relax_line(crate::rules::SINGLE_WRITER)
+    )]
+    LandingRefused {
+        writer: String,
+        catalog: String,
+        /// The landing path as `srdp_catalogs` shows it.
+        landing: String,
+        /// `it is owned by 'dlt' (single_writer). 'dbt' may write: curated`.
         why: String,
         path: PathBuf,
     },

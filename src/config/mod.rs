@@ -15,12 +15,14 @@
 //! | [`raw`] | the serde layer: every key the file may hold, each with its default documented |
 //! | `model` | the validated types ([`Config`], [`CatalogDef`], ...) and named defaults |
 //! | `validate` | raw to model ([`parse`]): one function per part of a catalog |
+//! | `landing` | the landing zone: `landing_path` and `promote_into`, checked against data paths and schemas |
 //! | `locate` | finding the file ([`locate`], [`Sources`]), loading it once per change ([`load`]) |
 //! | `span` | lines, columns and keys of errors ([`line_of`]) |
 //! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
 //!
 //! The single_writer rule's verdict on a schema definition is [`crate::rules`]' own.
 
+mod landing;
 mod locate;
 mod model;
 mod paths;
@@ -33,7 +35,8 @@ pub use model::{
     Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
     DEFAULT_DATA_INLINING_ROW_LIMIT, DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_RETRY_SECONDS, DEFAULT_POSTGRES_METADATA_SCHEMA, DEFAULT_PRESSURE_WARNING_ROWS,
-    DEFAULT_RETRY_BACKOFF_MS, DLT_LAYERS, SQLITE_BUSY_TIMEOUT_MS,
+    DEFAULT_PROMOTE_INTO, DEFAULT_RETRY_BACKOFF_MS, DLT_LAYER, LANDING_LAYER,
+    SQLITE_BUSY_TIMEOUT_MS,
 };
 pub use paths::{is_url, resolve};
 pub use span::line_of;

@@ -109,8 +109,17 @@ pub struct SchemaDef {
     pub layer: String,
 }
 
-/// The layers dlt may own while `single_writer` is on.
-pub const DLT_LAYERS: [&str; 2] = ["landing", "raw"];
+/// The only layer of DuckLake schemas dlt may own while `single_writer` is on (dlt also writes
+/// the landing zone, which is a folder, not a schema).
+pub const DLT_LAYER: &str = "raw";
+/// The layer name of the landing zone: `srdp_dlt_destination(layer := 'landing')`, and the
+/// layer whose dataset name (`<project>_landing`, or `landing_dataset`) is a tenant project's
+/// folder inside `landing_path`. Never the layer of a schema.
+pub const LANDING_LAYER: &str = "landing";
+/// The schema promoted loads go into when `landing_path` is set and `promote_into` is not.
+pub const DEFAULT_PROMOTE_INTO: &str = "raw";
+/// The layer a tenant project's dataset names are kept for: raw schemas and landing folders.
+pub(super) const PROJECT_DATASET_LAYERS: [&str; 2] = [DLT_LAYER, LANDING_LAYER];
 
 /// A tenant project's dataset-name overrides, keyed by layer.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -139,6 +148,12 @@ pub struct CatalogDef {
     pub metadata_schema: String,
     /// Absolute local path ending in `/`, or an object-store URL.
     pub data_path: String,
+    /// The landing zone: a folder outside DuckLake that dlt's filesystem destination writes,
+    /// in the same form as `data_path`; `None` when the catalog has none.
+    pub landing_path: Option<String>,
+    /// The schema promoted loads are appended to (`Some` exactly when `landing_path` is): a raw
+    /// schema of this catalog that dlt does not own.
+    pub promote_into: Option<String>,
     pub project: Option<String>,
     pub writer_secret: Option<String>,
     pub reader_secret: Option<String>,

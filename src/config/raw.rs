@@ -53,6 +53,14 @@ pub struct Catalog {
     pub metadata_schema: Option<Spanned<String>>,
     /// Required, no default: a local folder or `s3://bucket/prefix/`.
     pub data_path: Spanned<String>,
+    /// Default: none. The landing zone, a folder outside DuckLake that dlt's filesystem
+    /// destination writes: a local folder (relative to this file, like `data_path`) or
+    /// `s3://bucket/prefix/`; never inside a data path, nor containing one.
+    pub landing_path: Option<Spanned<String>>,
+    /// Default `raw` ([`super::DEFAULT_PROMOTE_INTO`]) when `landing_path` is set; an error
+    /// without it. The schema loads promoted from the landing zone are appended to: a raw schema
+    /// the IO manager owns.
+    pub promote_into: Option<Spanned<String>>,
     /// Default: none. The catalog's tenant project.
     pub project: Option<Spanned<String>>,
     /// Default: none. The DuckDB secret the writer role needs.
@@ -98,7 +106,8 @@ pub struct Schema {
     /// Required, no default: the writer that owns the schema (a list only with `single_writer`
     /// off).
     pub writer: Spanned<Writers>,
-    /// Required, no default: landing | raw | curated | ...
+    /// Required, no default: raw | curated | serving | ... (never `landing`: the landing zone is
+    /// `landing_path`, a folder outside DuckLake).
     pub layer: Spanned<String>,
 }
 
@@ -118,7 +127,7 @@ pub enum Writers {
 pub struct Project {
     /// Default `<project>_raw`.
     pub raw_dataset: Option<Spanned<String>>,
-    /// Default `<project>_landing`.
+    /// Default `<project>_landing`: the project's folder inside `landing_path`.
     pub landing_dataset: Option<Spanned<String>>,
 }
 

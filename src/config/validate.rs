@@ -2,12 +2,15 @@
 //!
 //! An invalid value is an error naming the file, the line and the key; nothing falls back to a
 //! default silently. A catalog is validated part by part, and the first error wins in this order:
-//! backend (`metadata`), metadata schema, data path, schemas, projects, secrets, tunables. The
+//! backend (`metadata`), metadata schema, data path, schemas, landing zone, projects, secrets,
+//! tunables; then, across catalogs, landing zones apart from every data path. The
 //! single_writer rule's verdict on a schema definition comes from [`crate::rules`].
 
+use super::landing;
 use super::model::{
     project_dataset, Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
-    DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, DLT_LAYERS,
+    DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, LANDING_LAYER,
+    PROJECT_DATASET_LAYERS,
 };
 use super::paths::{is_url, non_empty, resolve, with_trailing_slash};
 use super::raw;
@@ -49,6 +52,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
         };
         catalogs.insert(name.clone(), catalog(&scope, spanned.get_ref())?);
     }
+    landing::apart_from_data_paths(&source, &file, &catalogs)?;
     Ok(Config {
         path: path.to_path_buf(),
         catalogs,
@@ -57,14 +61,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
 }
 
 /// The file being validated: its path, for messages and relative paths, and its text, for lines.
-struct Source<'a> {
+pub(super) struct Source<'a> {
     path: &'a Path,
     text: &'a str,
 }
 
 impl Source<'_> {
     /// An error at `span` naming the dotted `key`.
-    fn invalid(&self, span: Range<usize>, key: String, message: impl Into<String>) -> SrdpError {
+    pub(super) fn invalid(
+        &self,
+        span: Range<usize>,
+        key: String,
+        message: impl Into<String>,
+    ) -> SrdpError {
         invalid(self.path, self.text, span.start, Some(key), message.into())
     }
 
@@ -75,16 +84,21 @@ impl Source<'_> {
 }
 
 /// One catalog being validated: the file it is in, its name, and what it inherits.
-struct CatalogScope<'a> {
+pub(super) struct CatalogScope<'a> {
     file: &'a Source<'a>,
-    name: &'a str,
+    pub(super) name: &'a str,
     defaults: &'a Tunables,
-    rules: &'a Rules,
+    pub(super) rules: &'a Rules,
 }
 
 impl CatalogScope<'_> {
     /// An error at `span` naming `catalogs.<name>.<key>`.
-    fn err(&self, span: Range<usize>, key: &str, message: impl Into<String>) -> SrdpError {
+    pub(super) fn err(
+        &self,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> SrdpError {
         self.file
             .invalid(span, format!("catalogs.{}.{key}", self.name), message)
     }
@@ -94,8 +108,9 @@ impl CatalogScope<'_> {
 fn catalog(cx: &CatalogScope, raw: &raw::Catalog) -> Result<CatalogDef> {
     let backend = backend(cx, &raw.metadata)?;
     let metadata_schema = metadata_schema(cx, raw.metadata_schema.as_ref(), &backend)?;
-    let data_path = data_path(cx, &raw.data_path)?;
+    let data_path = folder(cx, &raw.data_path, "data_path")?;
     let schemas = schemas(cx, &raw.schemas)?;
+    let (landing_path, promote_into) = landing::landing(cx, raw, &data_path, &schemas)?;
     let project = optional(cx, &raw.project, "project")?;
     let projects = projects(cx, project.as_deref(), &raw.projects)?;
     Ok(CatalogDef {
@@ -103,6 +118,8 @@ fn catalog(cx: &CatalogScope, raw: &raw::Catalog) -> Result<CatalogDef> {
         backend,
         metadata_schema,
         data_path,
+        landing_path,
+        promote_into,
         project,
         writer_secret: optional(cx, &raw.writer_secret, "writer_secret")?,
         reader_secret: optional(cx, &raw.reader_secret, "reader_secret")?,
@@ -193,13 +210,14 @@ fn metadata_schema(
     }
 }
 
-/// `data_path`: an object-store URL as written, or an absolute local path; both end in `/`.
-fn data_path(cx: &CatalogScope, raw: &Spanned<String>) -> Result<String> {
+/// `data_path` or `landing_path` (`key`): an object-store URL as written, or an absolute local
+/// path resolved against the file's folder; both end in `/`.
+pub(super) fn folder(cx: &CatalogScope, raw: &Spanned<String>, key: &str) -> Result<String> {
     let path = raw.get_ref().trim();
     if path.is_empty() {
         return Err(cx.err(
             raw.span(),
-            "data_path",
+            key,
             "must not be empty; give a local folder or s3://bucket/prefix/",
         ));
     }
@@ -247,11 +265,20 @@ fn schema(cx: &CatalogScope, name: &str, raw: &raw::Schema) -> Result<SchemaDef>
             "must name a writer (such as \"dlt\", \"dbt\" or \"io_manager\")",
         ));
     }
+    let layer_key = format!("schemas.{name}.layer");
     if raw.layer.get_ref().trim().is_empty() {
+        return Err(cx.err(raw.layer.span(), &layer_key, "must not be empty"));
+    }
+    if raw.layer.get_ref() == LANDING_LAYER {
         return Err(cx.err(
             raw.layer.span(),
-            &format!("schemas.{name}.layer"),
-            "must not be empty",
+            &layer_key,
+            format!(
+                "the landing zone is a folder outside DuckLake, not a schema; remove \
+                 [catalogs.{c}.schemas.{name}] and set landing_path on [catalogs.{c}] (a local \
+                 folder or s3:// prefix outside the data path)",
+                c = cx.name
+            ),
         ));
     }
     let def = SchemaDef {
@@ -265,7 +292,7 @@ fn schema(cx: &CatalogScope, name: &str, raw: &raw::Schema) -> Result<SchemaDef>
 }
 
 /// The tenant projects: `project` (if set) and every `[catalogs.<c>.projects.<p>]`, no two of
-/// which load into the same dataset.
+/// which load into the same raw dataset or the same landing folder.
 fn projects(
     cx: &CatalogScope,
     project: Option<&str>,
@@ -278,9 +305,9 @@ fn projects(
     for (p, def) in raw {
         projects.insert(p.clone(), project_def(cx, p, def.get_ref())?);
     }
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    for p in projects.keys() {
-        for layer in DLT_LAYERS {
+    for layer in PROJECT_DATASET_LAYERS {
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for p in projects.keys() {
             let dataset = project_dataset(&projects, p, layer);
             if let Some(other) = seen.insert(dataset.clone(), p.clone()) {
                 return Err(cx.err(

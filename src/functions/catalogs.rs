@@ -5,7 +5,10 @@
 //! `postgres`), `metadata` (absolute path or connection text, never a password),
 //! `metadata_schema`, `data_path`, `data_inlining_row_limit BIGINT`,
 //! `pressure_warning_rows BIGINT`, `attached BOOLEAN` (srdp attached it in this database and it
-//! is still attached), `read_only BOOLEAN` (NULL when not attached).
+//! is still attached), `read_only BOOLEAN` (NULL when not attached), `landing_path` (the
+//! landing zone, in the same form as `data_path`: an absolute local path ending in `/` or an
+//! object-store URL; NULL when none), `promote_into` (the schema loads promoted from the landing
+//! zone go into; NULL without a landing zone).
 //! Errors: no or an invalid `srdp.toml`.
 //!
 //! ```sql
@@ -34,6 +37,8 @@ impl SrdpFunction for Catalogs {
             Column::bigint("pressure_warning_rows"),
             Column::boolean("attached"),
             Column::boolean("read_only"),
+            Column::text("landing_path"),
+            Column::text("promote_into"),
         ]
     }
 
@@ -62,6 +67,8 @@ impl SrdpFunction for Catalogs {
                     def.tunables.pressure_warning_rows.into(),
                     (!mine.is_empty()).into(),
                     read_only.into(),
+                    def.landing_path.clone().into(),
+                    def.promote_into.clone().into(),
                 ]
             })
             .collect())

@@ -1,9 +1,12 @@
-//! What a dlt load must look like: the destination `srdp_dlt_destination` plans for one load,
-//! and the URLs and names dlt and lineage see.
+//! What a dlt load must look like: the destination `srdp_dlt_destination` plans for one load
+//! (dlt's `ducklake` destination into a schema, or its `filesystem` destination into the landing
+//! zone), and the URLs and names dlt and lineage see.
 
-use super::single_writer::{check_writer, ownership};
+use super::single_writer::{check_landing_writer, check_writer, ownership, LANDING_OWNER};
 use super::{list, relaxed_warnings_except, SINGLE_WRITER};
-use crate::config::{Backend, Config, DEFAULT_FILE_METADATA_SCHEMA};
+use crate::config::{
+    Backend, CatalogDef, Config, DEFAULT_FILE_METADATA_SCHEMA, DLT_LAYER, LANDING_LAYER,
+};
 use crate::error::{Result, SrdpError};
 
 /// What the caller of `srdp_dlt_destination` asked for (`None` = not given).
@@ -15,17 +18,20 @@ pub struct DltRequest {
     pub writer: Option<String>,
 }
 
-/// Everything dlt's `ducklake` destination needs to attach the very lake srdp attaches.
+/// Everything dlt's `ducklake` destination needs to attach the very lake srdp attaches, or
+/// its `filesystem` destination needs to write the catalog's landing zone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DltDestination {
     pub catalog: String,
     /// The ATTACH alias (dlt's `ducklake_name`): the catalog name.
     pub attach_name: String,
-    /// dlt's `catalog` credential, never with a password.
-    pub catalog_url: String,
+    /// dlt's `catalog` credential, never with a password; `None` for the landing zone.
+    pub catalog_url: Option<String>,
     /// Only for server catalogs, where dlt passes `METADATA_SCHEMA` (defaulting to its own name).
     pub metadata_schema: Option<String>,
+    /// dlt's bucket URL: the data path, or the landing path for the landing zone.
     pub storage_url: String,
+    /// The schema, or the folder inside the landing path.
     pub dataset_name: String,
     pub layer: String,
     pub writer: String,
@@ -36,7 +42,24 @@ pub struct DltDestination {
     pub schema_contract: Option<String>,
     pub data_inlining_row_limit: u64,
     pub warnings: Vec<String>,
+    /// `ducklake` ([`DUCKLAKE`]) or `filesystem` ([`FILESYSTEM`], the landing zone).
+    pub destination_type: String,
+    /// The landing zone's file format ([`LANDING_FILE_FORMAT`]); `None` for ducklake.
+    pub file_format: Option<String>,
+    /// The landing zone's file layout ([`LANDING_LAYOUT`]); `None` for ducklake.
+    pub layout: Option<String>,
+    /// The dataset loads promoted from the landing zone go into; `None` for ducklake.
+    pub promote_into: Option<String>,
 }
+
+/// `destination_type` of a load into a DuckLake schema.
+pub const DUCKLAKE: &str = "ducklake";
+/// `destination_type` of a load into the landing zone.
+pub const FILESYSTEM: &str = "filesystem";
+/// The file format dlt writes into the landing zone.
+pub const LANDING_FILE_FORMAT: &str = "parquet";
+/// dlt's file layout in the landing zone: one folder per table, one file per load and job.
+pub const LANDING_LAYOUT: &str = "{table_name}/{load_id}.{file_id}.{ext}";
 
 /// The default layer of `srdp_dlt_destination`.
 pub const DEFAULT_DLT_LAYER: &str = "raw";
@@ -50,6 +73,14 @@ pub fn dlt_destination(
     request: &DltRequest,
 ) -> Result<DltDestination> {
     let def = config.catalog(catalog)?;
+    let writer = request
+        .writer
+        .clone()
+        .unwrap_or_else(|| DEFAULT_DLT_WRITER.into());
+    if request.layer.as_deref() == Some(LANDING_LAYER) {
+        let project = project_of(config, def, request)?;
+        return landing_destination(config, def, request, writer, project);
+    }
     if matches!(def.backend, Backend::DuckDbFile { .. })
         && def.metadata_schema != DEFAULT_FILE_METADATA_SCHEMA
     {
@@ -63,43 +94,28 @@ pub fn dlt_destination(
             def.metadata_schema
         )));
     }
-    let writer = request
-        .writer
-        .clone()
-        .unwrap_or_else(|| DEFAULT_DLT_WRITER.into());
-    let unknown =
-        |what: &'static str, name: &str, known: String, hint: String| SrdpError::UnknownName {
-            what,
-            name: name.to_string(),
-            catalog: catalog.to_string(),
-            path: config.path.clone(),
-            known: format!("({known}){hint}"),
-        };
-    let project = match &request.project {
-        Some(p) if !def.projects.contains_key(p) => {
-            let known: Vec<String> = def.projects.keys().cloned().collect();
-            return Err(unknown(
-                "project",
-                p,
-                format!("projects: {}", list(&known)),
-                format!("; set project = \"{p}\" or add [catalogs.{catalog}.projects.{p}]"),
-            ));
-        }
-        Some(p) => Some(p.clone()),
-        None => def.project.clone(),
-    };
+    let project = project_of(config, def, request)?;
+    // The layers a load may name: the schemas', and the landing zone's when there is one.
+    let mut layers = def.layers();
+    if def.landing_path.is_some() {
+        layers.push(LANDING_LAYER.to_string());
+        layers.sort();
+    }
     let layer_known = |layer: &str| -> Result<()> {
         if def.layers().iter().any(|l| l == layer) {
             Ok(())
         } else {
-            Err(unknown(
-                "layer",
-                layer,
-                format!("layers: {}", list(&def.layers())),
-                format!(
-                    "; define a schema with layer = \"{layer}\" under [catalogs.{catalog}.schemas.<schema>]"
+            Err(SrdpError::UnknownName {
+                what: "layer",
+                name: layer.to_string(),
+                catalog: catalog.to_string(),
+                path: config.path.clone(),
+                known: format!(
+                    "(layers: {}); define a schema with layer = \"{layer}\" under \
+                     [catalogs.{catalog}.schemas.<schema>]",
+                    list(&layers)
                 ),
-            ))
+            })
         }
     };
     let (dataset, layer) = match (&request.schema_name, &request.layer) {
@@ -150,7 +166,7 @@ pub fn dlt_destination(
         }
     };
     let check = check_writer(config, catalog, &dataset, &writer)?;
-    let raw = layer == "raw";
+    let raw = layer == DLT_LAYER;
     // One warning per relaxed rule; the single_writer one names the schema when the write is
     // allowed only because that rule is relaxed.
     let mut warnings =
@@ -159,7 +175,7 @@ pub fn dlt_destination(
     Ok(DltDestination {
         catalog: def.name.clone(),
         attach_name: def.name.clone(),
-        catalog_url: catalog_url(&def.backend),
+        catalog_url: Some(catalog_url(&def.backend)),
         metadata_schema: matches!(def.backend, Backend::Postgres { .. })
             .then(|| def.metadata_schema.clone()),
         storage_url: storage_url(&def.data_path),
@@ -173,6 +189,90 @@ pub fn dlt_destination(
             .then(|| r#"{"data_type": "freeze"}"#.to_string()),
         data_inlining_row_limit: def.tunables.data_inlining_row_limit,
         warnings,
+        destination_type: DUCKLAKE.to_string(),
+        file_format: None,
+        layout: None,
+        promote_into: None,
+    })
+}
+
+/// The tenant project of a load: the one asked for (which must exist), else the catalog's.
+fn project_of(config: &Config, def: &CatalogDef, request: &DltRequest) -> Result<Option<String>> {
+    let catalog = &def.name;
+    match &request.project {
+        Some(p) if !def.projects.contains_key(p) => {
+            let known: Vec<String> = def.projects.keys().cloned().collect();
+            Err(SrdpError::UnknownName {
+                what: "project",
+                name: p.clone(),
+                catalog: catalog.clone(),
+                path: config.path.clone(),
+                known: format!(
+                    "(projects: {}); set project = \"{p}\" or add \
+                     [catalogs.{catalog}.projects.{p}]",
+                    list(&known)
+                ),
+            })
+        }
+        Some(p) => Ok(Some(p.clone())),
+        None => Ok(def.project.clone()),
+    }
+}
+
+/// dlt's `filesystem` destination into the landing zone: the landing path as bucket URL, the
+/// project's folder (or `landing`) as dataset, parquet files in [`LANDING_LAYOUT`], and the raw
+/// dataset promotions go into. The raw rules do not apply in this quarantine.
+fn landing_destination(
+    config: &Config,
+    def: &CatalogDef,
+    request: &DltRequest,
+    writer: String,
+    project: Option<String>,
+) -> Result<DltDestination> {
+    let catalog = &def.name;
+    let Some(landing) = &def.landing_path else {
+        return Err(SrdpError::InvalidArgument(format!(
+            "catalog '{catalog}' has no landing zone in {}; set landing_path = \"landing/\" under \
+             [catalogs.{catalog}] (a local folder or s3:// prefix outside the data path)",
+            config.path.display()
+        )));
+    };
+    if let Some(schema) = &request.schema_name {
+        return Err(SrdpError::InvalidArgument(format!(
+            "the landing zone of catalog '{catalog}' is a folder outside DuckLake, not a schema; \
+             leave out schema_name := '{schema}' with layer := 'landing'"
+        )));
+    }
+    let check = check_landing_writer(config, catalog, &writer)?;
+    let promote = def.promote_into.clone().unwrap_or_default();
+    let (dataset, promote_into) = match &project {
+        Some(p) => {
+            let layer = def.schemas.get(&promote).map_or(DLT_LAYER, |s| &s.layer);
+            (
+                def.project_dataset(p, LANDING_LAYER),
+                def.project_dataset(p, layer),
+            )
+        }
+        None => (LANDING_LAYER.to_string(), promote),
+    };
+    Ok(DltDestination {
+        catalog: catalog.clone(),
+        attach_name: catalog.clone(),
+        catalog_url: None,
+        metadata_schema: None,
+        storage_url: storage_url(landing),
+        dataset_name: dataset,
+        layer: LANDING_LAYER.to_string(),
+        writer,
+        owner: Some(LANDING_OWNER.to_string()),
+        write_disposition: None,
+        schema_contract: None,
+        data_inlining_row_limit: def.tunables.data_inlining_row_limit,
+        warnings: check.warning.into_iter().collect(),
+        destination_type: FILESYSTEM.to_string(),
+        file_format: Some(LANDING_FILE_FORMAT.to_string()),
+        layout: Some(LANDING_LAYOUT.to_string()),
+        promote_into: Some(promote_into),
     })
 }
 

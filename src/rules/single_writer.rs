@@ -1,12 +1,15 @@
-//! The single_writer rule: a schema has exactly one writer, dlt owns only landing or raw
-//! schemas, and a writer writes only the schemas it owns.
+//! The single_writer rule: a schema has exactly one writer, dlt owns only raw schemas in
+//! DuckLake (and the landing zone, a folder outside it), and a writer writes only what it owns.
 //!
 //! [`schema_refusal`] is what validation of `srdp.toml` asks about each schema definition;
 //! [`check_writer`] is what `srdp_check_writer` and every dlt load ask before writing. Both
 //! refusals end with [`super::relax_line`], the one place that words how to relax a rule.
 
 use super::{list, relax_line, SINGLE_WRITER};
-use crate::config::{CatalogDef, Config, Rules, SchemaDef, DLT_LAYERS};
+use crate::config::{CatalogDef, Config, Rules, SchemaDef, DLT_LAYER, LANDING_LAYER};
+
+/// The owner of every landing zone.
+pub const LANDING_OWNER: &str = "dlt";
 use crate::error::{Result, SrdpError};
 
 /// The outcome of a writer check that allowed the write.
@@ -42,21 +45,48 @@ pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)
     None
 }
 
-/// Every writer named in the catalog's schemas, sorted.
+/// Every writer named in the catalog's schemas, and dlt when the catalog has a landing zone,
+/// sorted.
 fn writers(def: &CatalogDef) -> Vec<String> {
     let mut all: Vec<String> = def
         .schemas
         .values()
         .flat_map(|s| s.writers.iter().cloned())
         .collect();
+    if def.landing_path.is_some() {
+        all.push(LANDING_OWNER.to_string());
+    }
     all.sort();
     all.dedup();
     all
 }
 
+/// What `writer` may write in `def`, for refusals: its schemas and their tenant datasets, and
+/// for dlt the landing zone when the catalog has one.
+fn may_write(def: &CatalogDef, writer: &str) -> String {
+    let owned = || {
+        def.schemas
+            .iter()
+            .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
+    };
+    let mut schemas: Vec<String> = owned().map(|(name, _)| name.clone()).collect();
+    for project in def.projects.keys() {
+        for (_, s) in owned() {
+            schemas.push(def.project_dataset(project, &s.layer));
+        }
+    }
+    schemas.sort();
+    schemas.dedup();
+    match (&def.landing_path, writer == LANDING_OWNER) {
+        (Some(_), true) if schemas.is_empty() => "the landing zone (landing_path)".to_string(),
+        (Some(_), true) => format!("{} and the landing zone (landing_path)", list(&schemas)),
+        _ => list(&schemas),
+    }
+}
+
 /// Why the single_writer rule refuses the definition of `schema`, or `None` when it does not
 /// (always `None` while the rule is relaxed): a schema names exactly one writer, and dlt owns only
-/// landing or raw schemas. Validation reports the refusal at the schema's `writer` key.
+/// raw schemas. Validation reports the refusal at the schema's `writer` key.
 pub fn schema_refusal(rules: &Rules, schema: &str, def: &SchemaDef) -> Option<String> {
     if !rules.single_writer.enabled {
         return None;
@@ -71,11 +101,11 @@ pub fn schema_refusal(rules: &Rules, schema: &str, def: &SchemaDef) -> Option<St
             writers.join(", ")
         ));
     }
-    if writers.iter().any(|w| w == "dlt") && !DLT_LAYERS.contains(&layer.as_str()) {
+    if writers.iter().any(|w| w == "dlt") && layer != DLT_LAYER {
         return Some(format!(
-            "dlt may only own landing or raw schemas while the single_writer rule is on, and \
-             schema '{schema}' has layer '{layer}'. Give it another writer, load with dlt into a \
-             landing or raw schema, {relax}"
+            "dlt may only own raw schemas while the single_writer rule is on, and schema \
+             '{schema}' has layer '{layer}'. Give it another writer, load with dlt into a raw \
+             schema or the landing zone (landing_path), {relax}"
         ));
     }
     None
@@ -105,31 +135,11 @@ pub fn check_writer(
     }
     let owned = ownership(def, schema);
     let relaxed = !config.rules.single_writer.enabled;
-    let may_write = || {
-        let mut schemas: Vec<String> = def
-            .schemas
-            .iter()
-            .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
-            .map(|(name, _)| name.clone())
-            .collect();
-        for project in def.projects.keys() {
-            for (_, s) in def
-                .schemas
-                .iter()
-                .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
-            {
-                schemas.push(def.project_dataset(project, &s.layer));
-            }
-        }
-        schemas.sort();
-        schemas.dedup();
-        list(&schemas)
-    };
     let refused = |why: String| SrdpError::WriterRefused {
         writer: writer.to_string(),
         schema: schema.to_string(),
         catalog: catalog.to_string(),
-        why: format!("{why}. '{writer}' may write: {}", may_write()),
+        why: format!("{why}. '{writer}' may write: {}", may_write(def, writer)),
         path: config.path.clone(),
     };
     let source = || {
@@ -182,4 +192,54 @@ pub fn check_writer(
             })
         }
     }
+}
+
+/// May `writer` write the landing zone of `catalog` (its owner is dlt)? The caller has checked
+/// that the catalog has one. An error says who owns it and how to relax the rule.
+pub fn check_landing_writer(config: &Config, catalog: &str, writer: &str) -> Result<WriterCheck> {
+    let def = config.catalog(catalog)?;
+    let landing = def.landing_path.clone().unwrap_or_default();
+    let owned = |warning| WriterCheck {
+        owner: Some(LANDING_OWNER.to_string()),
+        layer: Some(LANDING_LAYER.to_string()),
+        warning,
+    };
+    if writer == LANDING_OWNER {
+        return Ok(owned(None));
+    }
+    let known = writers(def);
+    if !known.iter().any(|w| w == writer) {
+        return Err(SrdpError::UnknownName {
+            what: "writer",
+            name: writer.to_string(),
+            catalog: catalog.to_string(),
+            path: config.path.clone(),
+            known: format!(
+                "(writers: {}); the landing zone is written by '{LANDING_OWNER}'",
+                list(&known)
+            ),
+        });
+    }
+    if config.rules.single_writer.enabled {
+        return Err(SrdpError::LandingRefused {
+            writer: writer.to_string(),
+            catalog: catalog.to_string(),
+            landing,
+            why: format!(
+                "it is owned by '{LANDING_OWNER}' (single_writer). '{writer}' may write: {}",
+                may_write(def, writer)
+            ),
+            path: config.path.clone(),
+        });
+    }
+    let source = config
+        .rules
+        .single_writer
+        .line
+        .map(|l| format!("{}:{l}", config.path.display()))
+        .unwrap_or_default();
+    Ok(owned(Some(format!(
+        "srdp rule single_writer is relaxed by {source}: writer '{writer}' writes the landing \
+         zone of catalog '{catalog}' ({landing}) owned by '{LANDING_OWNER}'"
+    ))))
 }
