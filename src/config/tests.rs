@@ -193,7 +193,7 @@ fn a_password_in_any_libpq_form_is_refused() {
 fn unknown_key_names_the_key_and_line() {
     assert_eq!(
         message("[catalogs.lake]\nmetadata = \"x\"\ndata_path = \"d\"\ndata_pth = \"d\"\n"),
-        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.data_pth': unknown field `data_pth`, expected one of `metadata`, `metadata_schema`, `data_path`, `project`, `writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, `max_retry_seconds`, `retry_backoff_ms`, `schemas`, `projects`"
+        "/etc/srdp/srdp.toml:4: key 'catalogs.lake.data_pth': unknown field `data_pth`, expected one of `metadata`, `metadata_schema`, `data_path`, `landing_path`, `promote_into`, `project`, `writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, `max_retry_seconds`, `retry_backoff_ms`, `schemas`, `projects`"
     );
     assert_eq!(
         message("[rules]\nno_deletes = false\n"),
@@ -289,22 +289,19 @@ fn a_schema_with_two_writers_is_an_error_while_single_writer_is_on() {
 }
 
 #[test]
-fn dlt_may_own_only_landing_or_raw_while_single_writer_is_on() {
+fn dlt_may_own_only_raw_schemas_while_single_writer_is_on() {
     let text =
         format!("{OWNED}[catalogs.lake.schemas.curated]\nwriter = \"dlt\"\nlayer = \"curated\"\n");
     assert_eq!(
         message(&text),
         "/etc/srdp/srdp.toml:5: key 'catalogs.lake.schemas.curated.writer': dlt may only own \
-         landing or raw schemas while the single_writer rule is on, and schema 'curated' has \
-         layer 'curated'. Give it another writer, load with dlt into a landing or raw schema, or \
-         relax the rule with the line `single_writer = false` under [rules]"
+         raw schemas while the single_writer rule is on, and schema 'curated' has layer \
+         'curated'. Give it another writer, load with dlt into a raw schema or the landing zone \
+         (landing_path), or relax the rule with the line `single_writer = false` under [rules]"
     );
     assert!(parse_at(&format!("{text}[rules]\nsingle_writer = false\n")).is_ok());
-    for layer in ["landing", "raw"] {
-        let ok =
-            format!("{OWNED}[catalogs.lake.schemas.s]\nwriter = \"dlt\"\nlayer = \"{layer}\"\n");
-        assert!(parse_at(&ok).is_ok(), "{layer}");
-    }
+    let ok = format!("{OWNED}[catalogs.lake.schemas.s]\nwriter = \"dlt\"\nlayer = \"raw\"\n");
+    assert!(parse_at(&ok).is_ok());
 }
 
 #[test]
@@ -331,6 +328,29 @@ fn tenant_projects_get_their_own_datasets() {
 }
 
 #[test]
+fn a_raw_dataset_may_share_its_name_with_another_projects_landing_folder() {
+    // Raw datasets are schemas and landing datasets folders: different name spaces.
+    let config = parse_at(&format!(
+        "{OWNED}project = \"acme\"\n[catalogs.lake.projects.beta]\nraw_dataset = \"acme_landing\"\n"
+    ))
+    .unwrap();
+    let lake = config.catalog("lake").unwrap();
+    assert_eq!(lake.project_dataset("beta", "raw"), "acme_landing");
+    assert_eq!(lake.project_dataset("acme", "landing"), "acme_landing");
+}
+
+#[test]
+fn colliding_project_landing_folders_are_an_error() {
+    let text = format!(
+        "{OWNED}project = \"acme\"\n[catalogs.lake.projects.beta]\nlanding_dataset = \"acme_landing\"\n"
+    );
+    assert_eq!(
+        message(&text),
+        "/etc/srdp/srdp.toml:5: key 'catalogs.lake.projects.beta': projects 'acme' and 'beta' would both load into dataset 'acme_landing'; give one of them another landing_dataset"
+    );
+}
+
+#[test]
 fn colliding_project_datasets_are_an_error() {
     let text = format!(
         "{OWNED}project = \"acme\"\n[catalogs.lake.projects.beta]\nraw_dataset = \"acme_raw\"\n"
@@ -340,6 +360,8 @@ fn colliding_project_datasets_are_an_error() {
         "/etc/srdp/srdp.toml:5: key 'catalogs.lake.projects.beta': projects 'acme' and 'beta' would both load into dataset 'acme_raw'; give one of them another raw_dataset"
     );
 }
+
+mod landing;
 
 #[test]
 fn resolve_normalises_lexically() {

@@ -2,17 +2,19 @@ use super::*;
 use crate::config::parse;
 use std::path::Path;
 
-const BASE: &str = r#"
+pub(super) const BASE: &str = r#"
 [catalogs.lake]
 metadata = "sqlite:catalog/lake.sqlite"
 data_path = "data/lake"
-
-[catalogs.lake.schemas.landing]
-writer = "dlt"
-layer = "landing"
+landing_path = "landing"
+promote_into = "raw_landed"
 
 [catalogs.lake.schemas.raw]
 writer = "dlt"
+layer = "raw"
+
+[catalogs.lake.schemas.raw_landed]
+writer = "io_manager"
 layer = "raw"
 
 [catalogs.lake.schemas.curated]
@@ -24,7 +26,7 @@ writer = "io_manager"
 layer = "serving"
 "#;
 
-fn config(extra: &str) -> Config {
+pub(super) fn config(extra: &str) -> Config {
     parse(Path::new("/etc/srdp/srdp.toml"), &format!("{BASE}{extra}")).unwrap()
 }
 
@@ -44,11 +46,11 @@ fn rules_default_to_on_and_name_the_relaxing_line() {
     let relaxed = states(&config("\n[rules]\nraw_validated = false\n"));
     assert_eq!(
         (relaxed[1].enabled, relaxed[1].source.as_str()),
-        (false, "/etc/srdp/srdp.toml:23")
+        (false, "/etc/srdp/srdp.toml:25")
     );
     assert_eq!(
         relaxed_warnings(&config("\n[rules]\nraw_validated = false\n")),
-        ["srdp rule raw_validated is relaxed by /etc/srdp/srdp.toml:23: a type mismatch silently \
+        ["srdp rule raw_validated is relaxed by /etc/srdp/srdp.toml:25: a type mismatch silently \
           adds a variant column (such as `amount__v_text`) instead of failing"]
     );
 }
@@ -73,8 +75,8 @@ fn another_writer_is_refused_with_owner_allowed_schemas_and_the_relaxing_line() 
             .unwrap_err()
             .to_string(),
         "writer 'dlt' may not write schema 'curated' of catalog 'lake': it is owned by 'dbt' \
-         (single_writer). 'dlt' may write: landing, raw. To relax the rule, add the line \
-         `single_writer = false` under [rules] in /etc/srdp/srdp.toml"
+         (single_writer). 'dlt' may write: raw and the landing zone (landing_path). To relax the \
+         rule, add the line `single_writer = false` under [rules] in /etc/srdp/srdp.toml"
     );
     assert_eq!(
         check_writer(&config(""), "lake", "scratch", "dbt")
@@ -94,7 +96,7 @@ fn relaxed_single_writer_allows_with_a_warning() {
     assert_eq!(
         check.warning.as_deref(),
         Some(
-            "srdp rule single_writer is relaxed by /etc/srdp/srdp.toml:23: writer 'dlt' writes \
+            "srdp rule single_writer is relaxed by /etc/srdp/srdp.toml:25: writer 'dlt' writes \
              schema 'curated' owned by 'dbt'"
         )
     );
@@ -119,7 +121,7 @@ fn dlt_destination_for_raw_on_sqlite() {
         DltDestination {
             catalog: "lake".into(),
             attach_name: "lake".into(),
-            catalog_url: "sqlite:////etc/srdp/catalog/lake.sqlite".into(),
+            catalog_url: Some("sqlite:////etc/srdp/catalog/lake.sqlite".into()),
             metadata_schema: None,
             storage_url: "file:///etc/srdp/data/lake/".into(),
             dataset_name: "raw".into(),
@@ -130,24 +132,11 @@ fn dlt_destination_for_raw_on_sqlite() {
             schema_contract: Some(r#"{"data_type": "freeze"}"#.into()),
             data_inlining_row_limit: 1000,
             warnings: vec![],
+            destination_type: "ducklake".into(),
+            file_format: None,
+            layout: None,
+            promote_into: None,
         }
-    );
-}
-
-#[test]
-fn landing_is_not_constrained_by_the_raw_rules() {
-    let request = DltRequest {
-        layer: Some("landing".into()),
-        ..Default::default()
-    };
-    let d = dlt_destination(&config(""), "lake", &request).unwrap();
-    assert_eq!(
-        (
-            d.dataset_name.as_str(),
-            d.write_disposition,
-            d.schema_contract
-        ),
-        ("landing", None, None)
     );
 }
 
@@ -159,10 +148,10 @@ fn relaxed_rules_lift_the_constraint_and_warn() {
     assert_eq!(
         d.warnings,
         [
-            "srdp rule raw_append_only is relaxed by /etc/srdp/srdp.toml:23: the audit trail and \
+            "srdp rule raw_append_only is relaxed by /etc/srdp/srdp.toml:25: the audit trail and \
              rebuild from raw are lost for those tables; dropping a table also resets dlt's \
              incremental state",
-            "srdp rule raw_validated is relaxed by /etc/srdp/srdp.toml:24: a type mismatch \
+            "srdp rule raw_validated is relaxed by /etc/srdp/srdp.toml:26: a type mismatch \
              silently adds a variant column (such as `amount__v_text`) instead of failing",
         ]
     );
@@ -198,16 +187,27 @@ fn unknown_layer_lists_the_layers() {
     );
 }
 
+/// BASE without its landing zone: dlt's strict raw schema only.
+pub(super) fn strict(extra: &str) -> String {
+    let base = BASE
+        .replace(
+            "landing_path = \"landing\"\npromote_into = \"raw_landed\"\n",
+            "",
+        )
+        .replace(
+            "[catalogs.lake.schemas.raw_landed]\nwriter = \"io_manager\"\nlayer = \"raw\"\n",
+            "",
+        );
+    format!("{base}{extra}")
+}
+
 #[test]
 fn tenant_projects_get_separate_datasets_owned_by_the_layer_owner() {
     let c = parse(
         Path::new("/etc/srdp/srdp.toml"),
-        &format!(
-            "{}\n[catalogs.lake.projects.beta]\nraw_dataset = \"beta_ingest\"\n",
-            BASE.replace(
-                "data_path = \"data/lake\"\n",
-                "data_path = \"data/lake\"\nproject = \"acme\"\n"
-            )
+        &strict("\n[catalogs.lake.projects.beta]\nraw_dataset = \"beta_ingest\"\n").replace(
+            "data_path = \"data/lake\"\n",
+            "data_path = \"data/lake\"\nproject = \"acme\"\n",
         ),
     )
     .unwrap();
@@ -226,13 +226,13 @@ fn tenant_projects_get_separate_datasets_owned_by_the_layer_owner() {
         ("acme_raw", "beta_ingest")
     );
     assert_eq!(beta.owner.as_deref(), Some("dlt"));
-    assert_eq!(
-        check_writer(&c, "lake", "acme_landing", "dlt")
-            .unwrap()
-            .layer
-            .as_deref(),
-        Some("landing")
-    );
+    // A landing folder is no schema: nobody owns a schema by that name.
+    assert!(check_writer(&c, "lake", "acme_landing", "dlt")
+        .unwrap_err()
+        .to_string()
+        .starts_with(
+            "writer 'dlt' may not write schema 'acme_landing' of catalog 'lake': it has no owner"
+        ));
     let e = dlt_destination(
         &c,
         "lake",
@@ -285,3 +285,5 @@ fn dlt_cannot_follow_a_duckdb_file_catalog_outside_main() {
          SQLite or PostgreSQL catalog"
     );
 }
+
+mod landing;

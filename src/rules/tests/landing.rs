@@ -1,0 +1,192 @@
+//! dlt into the landing zone: dlt's filesystem destination, owned by dlt, outside the raw rules.
+
+use super::{config, strict, BASE};
+use crate::config::parse;
+use crate::rules::*;
+use std::path::Path;
+
+fn landing() -> DltRequest {
+    DltRequest {
+        layer: Some("landing".into()),
+        ..Default::default()
+    }
+}
+
+fn error(c: &crate::config::Config, request: &DltRequest) -> String {
+    dlt_destination(c, "lake", request).unwrap_err().to_string()
+}
+
+#[test]
+fn the_landing_row_is_a_filesystem_destination_outside_the_raw_rules() {
+    let d = dlt_destination(&config(""), "lake", &landing()).unwrap();
+    assert_eq!(
+        d,
+        DltDestination {
+            catalog: "lake".into(),
+            attach_name: "lake".into(),
+            catalog_url: None,
+            metadata_schema: None,
+            storage_url: "file:///etc/srdp/landing/".into(),
+            dataset_name: "landing".into(),
+            layer: "landing".into(),
+            writer: "dlt".into(),
+            owner: Some("dlt".into()),
+            write_disposition: None,
+            schema_contract: None,
+            data_inlining_row_limit: 1000,
+            warnings: vec![],
+            destination_type: "filesystem".into(),
+            file_format: Some("parquet".into()),
+            layout: Some("{table_name}/{load_id}.{file_id}.{ext}".into()),
+            promote_into: Some("raw_landed".into()),
+        }
+    );
+}
+
+#[test]
+fn relaxed_raw_rules_do_not_warn_in_the_landing_zone() {
+    let c = config("\n[rules]\nraw_append_only = false\nraw_validated = false\n");
+    let d = dlt_destination(&c, "lake", &landing()).unwrap();
+    assert_eq!(d.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn tenant_projects_land_in_their_own_folder_and_promote_into_their_raw_dataset() {
+    let c = parse(
+        Path::new("/etc/srdp/srdp.toml"),
+        "[catalogs.lake]\nmetadata = \"postgres:dbname=lake host=h\"\ndata_path = \"s3://b/lake\"\n\
+         landing_path = \"s3://b/landing\"\nproject = \"acme\"\ndata_inlining_row_limit = 7\n\
+         [catalogs.lake.schemas.raw]\nwriter = \"io_manager\"\nlayer = \"raw\"\n\
+         [catalogs.lake.projects.beta]\nraw_dataset = \"beta_ingest\"\nlanding_dataset = \"beta_inbox\"\n",
+    )
+    .unwrap();
+    let acme = dlt_destination(&c, "lake", &landing()).unwrap();
+    assert_eq!(
+        (
+            acme.storage_url.as_str(),
+            acme.dataset_name.as_str(),
+            acme.promote_into.as_deref(),
+            acme.catalog_url.as_deref(),
+            acme.metadata_schema.as_deref(),
+            acme.data_inlining_row_limit,
+        ),
+        (
+            "s3://b/landing/",
+            "acme_landing",
+            Some("acme_raw"),
+            None,
+            None,
+            7
+        )
+    );
+    let beta = dlt_destination(
+        &c,
+        "lake",
+        &DltRequest {
+            project: Some("beta".into()),
+            ..landing()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (beta.dataset_name.as_str(), beta.promote_into.as_deref()),
+        ("beta_inbox", Some("beta_ingest"))
+    );
+}
+
+#[test]
+fn landing_without_a_landing_path_is_an_error() {
+    let c = parse(Path::new("/etc/srdp/srdp.toml"), &strict("")).unwrap();
+    assert_eq!(
+        error(&c, &landing()),
+        "catalog 'lake' has no landing zone in /etc/srdp/srdp.toml; set landing_path = \
+         \"landing/\" under [catalogs.lake] (a local folder or s3:// prefix outside the data path)"
+    );
+    // Nor is landing listed among the layers a load may name.
+    let bronze = DltRequest {
+        layer: Some("bronze".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        error(&c, &bronze),
+        "unknown layer 'bronze' in catalog 'lake' of /etc/srdp/srdp.toml (layers: curated, raw, \
+         serving); define a schema with layer = \"bronze\" under [catalogs.lake.schemas.<schema>]"
+    );
+}
+
+#[test]
+fn landing_with_a_schema_name_is_an_error() {
+    let request = DltRequest {
+        schema_name: Some("raw".into()),
+        ..landing()
+    };
+    assert_eq!(
+        error(&config(""), &request),
+        "the landing zone of catalog 'lake' is a folder outside DuckLake, not a schema; leave \
+         out schema_name := 'raw' with layer := 'landing'"
+    );
+}
+
+#[test]
+fn another_writer_into_the_landing_zone_is_refused_while_single_writer_is_on() {
+    let request = DltRequest {
+        writer: Some("dbt".into()),
+        ..landing()
+    };
+    assert_eq!(
+        error(&config(""), &request),
+        "writer 'dbt' may not write the landing zone of catalog 'lake' (/etc/srdp/landing/): it \
+         is owned by 'dlt' (single_writer). 'dbt' may write: curated. To relax the rule, add the \
+         line `single_writer = false` under [rules] in /etc/srdp/srdp.toml"
+    );
+    let relaxed = config("\n[rules]\nsingle_writer = false\n");
+    let d = dlt_destination(&relaxed, "lake", &request).unwrap();
+    assert_eq!(
+        (d.writer.as_str(), d.owner.as_deref(), d.warnings),
+        (
+            "dbt",
+            Some("dlt"),
+            vec![
+                "srdp rule single_writer is relaxed by /etc/srdp/srdp.toml:25: writer 'dbt' \
+                  writes the landing zone of catalog 'lake' (/etc/srdp/landing/) owned by 'dlt'"
+                    .to_string()
+            ]
+        )
+    );
+    let unknown = DltRequest {
+        writer: Some("airbyte".into()),
+        ..landing()
+    };
+    assert_eq!(
+        error(&config(""), &unknown),
+        "unknown writer 'airbyte' in catalog 'lake' of /etc/srdp/srdp.toml (writers: dbt, dlt, \
+         io_manager); the landing zone is written by 'dlt'"
+    );
+}
+
+#[test]
+fn dlt_is_a_writer_of_a_catalog_whose_only_dlt_target_is_the_landing_zone() {
+    let c = parse(
+        Path::new("/etc/srdp/srdp.toml"),
+        &BASE.replace(
+            "writer = \"dlt\"\nlayer = \"raw\"",
+            "writer = \"dbt\"\nlayer = \"raw\"",
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        check_writer(&c, "lake", "raw", "dlt")
+            .unwrap_err()
+            .to_string(),
+        "writer 'dlt' may not write schema 'raw' of catalog 'lake': it is owned by 'dbt' \
+         (single_writer). 'dlt' may write: the landing zone (landing_path). To relax the rule, \
+         add the line `single_writer = false` under [rules] in /etc/srdp/srdp.toml"
+    );
+    assert_eq!(
+        dlt_destination(&c, "lake", &landing())
+            .unwrap()
+            .owner
+            .as_deref(),
+        Some("dlt")
+    );
+}
