@@ -71,6 +71,8 @@ if TYPE_CHECKING:
     from srdp.dagster.dbt_assets import SrdpDbtTranslator as SrdpDbtTranslator
     from srdp.dagster.dlt_assets import SrdpDltTranslator as SrdpDltTranslator
     from srdp.dagster.dlt_assets import srdp_dlt_assets as srdp_dlt_assets
+    from srdp.dagster.landing_assets import landing_retention_schedule as landing_retention_schedule
+    from srdp.dagster.landing_assets import srdp_landing_assets as srdp_landing_assets
 
 __all__ = [
     "MAINTENANCE_JOB",
@@ -113,6 +115,8 @@ __all__ = [
 _DLT_NAMES = frozenset({"SrdpDltTranslator", "srdp_dlt_assets"})
 #: Names that live in srdp.dagster.dbt_assets, imported (with dagster-dbt) on first use only.
 _DBT_NAMES = frozenset({"SrdpDbtTranslator"})
+#: Names that live in srdp.dagster.landing_assets, imported (with dlt) on first use only.
+_LANDING_NAMES = frozenset({"srdp_landing_assets", "landing_retention_schedule"})
 
 
 def __getattr__(name: str) -> Any:
@@ -124,8 +128,12 @@ def __getattr__(name: str) -> Any:
         from srdp.dagster import dbt_assets
 
         return getattr(dbt_assets, name)
+    if name in _LANDING_NAMES:
+        from srdp.dagster import landing_assets
+
+        return getattr(landing_assets, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _DLT_NAMES | _DBT_NAMES)
+    return sorted(set(globals()) | _DLT_NAMES | _DBT_NAMES | _LANDING_NAMES)

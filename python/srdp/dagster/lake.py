@@ -189,15 +189,27 @@ class LakeSession:
 
     def write(self, plan: WritePlan, source: Callable[[], Source]) -> WriteResult:
         """Runs ``plan`` in one transaction, retried as srdp decides; ``source`` gives the data."""
+        return self.write_many([(plan, source)])[0]
+
+    def write_many(
+        self,
+        writes: Sequence[tuple[WritePlan, Callable[[], Source]]],
+        before_commit: Callable[[duckdb.DuckDBPyConnection, list[WriteResult]], None] | None = None,
+    ) -> list[WriteResult]:
+        """Runs every plan of ``writes`` in ONE transaction (one snapshot, labelled by the first
+        plan's writer, message and extra info), then ``before_commit`` (bookkeeping that must
+        commit with the data), retried as srdp decides. All or nothing."""
+        if not writes:
+            raise ValueError("write_many needs at least one write")
         self.attach("writer")
         started = time.monotonic()
         attempt = 0
-        data = source()
+        data = [source() for _, source in writes]
         while True:
             attempt += 1
             try:
                 with self.lock:
-                    return self._write_once(plan, data, attempt)
+                    return self._write_once([(plan, d) for (plan, _), d in zip(writes, data)], attempt, before_commit)
             except duckdb.Error as error:
                 message = str(error)
                 decision = self.call(
@@ -216,47 +228,64 @@ class LakeSession:
                     # schema id M that does not exist". The schema exists now, so the next
                     # attempt's CREATE SCHEMA IF NOT EXISTS is a no-op and the write commits.
                     decision = {**decision, "retry": True, "wait_ms": max(int(decision["wait_ms"]), 50)}
+                names = ", ".join(plan.table.name for plan, _ in writes)
                 if not decision["retry"]:
                     raise IOManagerError(
-                        f"writing {plan.table.name} failed after {attempt} attempt(s); nothing was "
+                        f"writing {names} failed after {attempt} attempt(s); nothing was "
                         f"written (the transaction rolled back): {message}"
                     ) from error
-                if not data.replayable:
+                consumed = next((d for d in data if not d.replayable), None)
+                if consumed is not None:
                     raise IOManagerError(
-                        f"writing {plan.table.name} failed ({message}) and the {data.kind} it was "
+                        f"writing {names} failed ({message}) and the {consumed.kind} it was "
                         "given was already consumed, so it cannot be retried; nothing was written. "
                         "Return a materialized value (pyarrow Table, DataFrame) to get retries"
                     ) from error
                 time.sleep(decision["wait_ms"] / 1000)
-                data = source()
+                data = [source() for _, source in writes]
 
-    def _write_once(self, plan: WritePlan, data: Source, attempt: int) -> WriteResult:
-        con, t = self.con, plan.table
-        con.register(_SOURCE, data.data)
+    def _write_once(
+        self,
+        writes: Sequence[tuple[WritePlan, Source]],
+        attempt: int,
+        before_commit: Callable[[duckdb.DuckDBPyConnection, list[WriteResult]], None] | None,
+    ) -> list[WriteResult]:
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
         try:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                result = self._transaction(plan, data, attempt)
-                con.execute("COMMIT")
-            except BaseException:
+            self._label(writes[0][0], attempt)
+            results = []
+            for plan, data in writes:
+                con.register(_SOURCE, data.data)
                 try:
-                    con.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass  # the failed statement or commit ended the transaction already
-                raise
-        finally:
-            con.unregister(_SOURCE)
-        snapshot = con.execute(f"FROM {quote(t.catalog)}.last_committed_snapshot()").fetchone()
-        result.snapshot_id = int(snapshot[0]) if snapshot and snapshot[0] is not None else -1
-        return result
+                    results.append(self._transaction(plan, data, attempt))
+                finally:
+                    con.unregister(_SOURCE)
+            if before_commit is not None:
+                before_commit(con, results)
+            con.execute("COMMIT")
+        except BaseException:
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass  # the failed statement or commit ended the transaction already
+            raise
+        snapshot = con.execute(f"FROM {quote(self.catalog)}.last_committed_snapshot()").fetchone()
+        for result in results:
+            result.snapshot_id = int(snapshot[0]) if snapshot and snapshot[0] is not None else -1
+        return results
 
-    def _transaction(self, plan: WritePlan, data: Source, attempt: int) -> WriteResult:
-        con, t = self.con, plan.table
+    def _label(self, plan: WritePlan, attempt: int) -> None:
+        """Labels the open transaction's snapshot: author, message, JSON extra info."""
         extra = json.dumps({**plan.extra, "write_id": str(uuid.uuid4()), "attempt": attempt}, sort_keys=True)
-        con.execute(
-            f"CALL {quote(t.catalog)}.set_commit_message(?, ?, extra_info => ?)",
+        self.con.execute(
+            f"CALL {quote(plan.table.catalog)}.set_commit_message(?, ?, extra_info => ?)",
             [plan.writer, plan.message, extra],
         )
+
+    def _transaction(self, plan: WritePlan, data: Source, attempt: int) -> WriteResult:
+        """One table's part of the open transaction: schema, table, evolution, delete, insert."""
+        con, t = self.con, plan.table
         incoming = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()]
         existing = self.columns(t)
         added: list[str] = []

@@ -75,7 +75,7 @@ class DltDestination:
 
     catalog: str
     attach_name: str
-    catalog_url: str
+    catalog_url: str | None
     metadata_schema: str | None
     storage_url: str
     dataset_name: str
@@ -88,6 +88,14 @@ class DltDestination:
     warnings: tuple[str, ...]
     config_path: str
     """The srdp.toml every decision came from (absolute)."""
+    destination_type: str = "ducklake"
+    """``ducklake`` (the strict way, into DuckLake) or ``filesystem`` (the landing zone)."""
+    file_format: str | None = None
+    """The landing zone's file format (``parquet``); ``None`` for DuckLake."""
+    layout: str | None = None
+    """dlt's filesystem layout in the landing zone; ``None`` for DuckLake."""
+    promote_into: str | None = None
+    """The landing zone: the DuckLake schema its loads are promoted into (by the IO manager)."""
     options: DestinationOptions = field(default_factory=DestinationOptions, compare=False)
     """What :func:`destination` was asked, so :meth:`refresh` can ask again; credentials included."""
     relax_with: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -114,7 +122,17 @@ class DltDestination:
     @property
     def is_postgres(self) -> bool:
         """The catalog keeps its metadata in PostgreSQL (dlt then needs a user and a password)."""
-        return self.catalog_url.startswith(("postgres:", "postgresql:"))
+        return (self.catalog_url or "").startswith(("postgres:", "postgresql:"))
+
+    @property
+    def is_landing(self) -> bool:
+        """The landing zone: dlt's filesystem destination, outside DuckLake (the quarantine way)."""
+        return self.destination_type == "filesystem"
+
+    @property
+    def landing_url(self) -> str:
+        """The landing zone's dataset folder, ``<landing_path>/<dataset>/`` (a URL)."""
+        return self.storage_url.rstrip("/") + "/" + self.dataset_name + "/"
 
     # -- srdp -------------------------------------------------------------------------------
 
@@ -128,7 +146,11 @@ class DltDestination:
         return self.table_names([table])[table]
 
     def table_names(self, tables: Iterable[str]) -> dict[str, str]:
-        """The physical table of each of ``tables`` (one connection for all)."""
+        """The physical table of each of ``tables`` (one connection for all). In the landing
+        zone, which is no DuckLake schema: ``<catalog>.<landing dataset>.<table>``, the name
+        lineage gives the landing table (its files are under :attr:`landing_url`)."""
+        if self.is_landing:
+            return {t: f"{self.catalog}.{self.dataset_name}.{t}" for t in tables}
         with srdp.connect(config=self.config_path) as con:
             rows = {t: _one(con, "srdp_table_name", self.catalog, self.dataset_name, t) for t in tables}
         return {t: str(row["qualified_name"]) for t, row in rows.items()}
@@ -141,7 +163,7 @@ class DltDestination:
         srdp's writer credential is a DuckDB secret this helper does not hold, and dlt's own
         ``ATTACH`` (with ``METADATA_SCHEMA`` from srdp.toml) creates the lake when it is missing.
         """
-        if not self.catalog_url.startswith(("sqlite:", "duckdb:")):
+        if self.is_landing or not (self.catalog_url or "").startswith(("sqlite:", "duckdb:")):
             return
         with srdp.connect(config=self.config_path) as con:
             row = _one(con, "srdp_attach_catalog", self.catalog, role="writer")
@@ -156,7 +178,12 @@ class DltDestination:
 
     def dlt_destination(self) -> Destination:
         """dlt's ``ducklake`` destination for this catalog, each write labelled with this
-        destination's writer as DuckLake commit author (:mod:`.audited`)."""
+        destination's writer as DuckLake commit author (:mod:`.audited`); for the landing zone,
+        dlt's ``filesystem`` destination on the landing folder (with ``storage_credentials``)."""
+        if self.is_landing:
+            return dlt.destinations.filesystem(
+                bucket_url=self.storage_url, layout=self.layout, credentials=self.storage_credentials
+            )
         return SrdpDuckLake(credentials=self.credentials(), writer=self.writer)
 
     def pipeline(self, pipeline_name: str, **kwargs: Any) -> Pipeline:
@@ -173,8 +200,18 @@ class DltDestination:
         return built
 
     def load_arguments(self, resources: Iterable[DltResource] = (), **kwargs: Any) -> dict[str, Any]:
-        """The keyword arguments of ``pipeline.run`` under the rules (:func:`.rules.load_arguments`)."""
-        return rules.load_arguments(self, resources, kwargs)
+        """The keyword arguments of ``pipeline.run`` under the rules (:func:`.rules.load_arguments`);
+        into the landing zone, in its file format (Parquet, which the promotion reads)."""
+        arguments = rules.load_arguments(self, resources, kwargs)
+        if self.is_landing and self.file_format:
+            given = arguments.setdefault("loader_file_format", self.file_format)
+            if given != self.file_format:
+                raise SrdpDltError(
+                    f"srdp.ingest.dlt: the landing zone of catalog {self.catalog!r} keeps "
+                    f"{self.file_format} files (the promotion reads them), and run() is given "
+                    f"loader_file_format={given!r}; leave loader_file_format out"
+                )
+        return arguments
 
     def check_pipeline(self, pipeline: Pipeline) -> None:
         """Refuses a pipeline that does not load into this dataset (:func:`.guard.check_pipeline`)."""
@@ -264,6 +301,7 @@ def _ask(catalog: str, options: DestinationOptions, config: str | os.PathLike[st
         row = _one(con, "srdp_dlt_destination", catalog, **options.srdp_arguments())
         config_path = str(srdp.call(con, "srdp_version")[0]["config_path"])
         relax_with = {r["rule"]: r["relax_with"] for r in srdp.call(con, "srdp_rules", catalog)}
+    landing = row.get("destination_type") == "filesystem"
     return DltDestination(
         catalog=row["catalog"],
         attach_name=row["attach_name"],
@@ -281,6 +319,10 @@ def _ask(catalog: str, options: DestinationOptions, config: str | os.PathLike[st
         config_path=config_path,
         options=options,
         relax_with=relax_with,
+        destination_type=str(row.get("destination_type") or "ducklake"),
+        file_format=row.get("file_format"),
+        layout=row.get("layout"),
+        promote_into=row.get("promote_into") if landing else None,
     )
 
 

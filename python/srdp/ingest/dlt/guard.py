@@ -70,6 +70,16 @@ def check_pipeline(target: DltDestination, pipeline: Pipeline) -> None:
     dlt_target = pipeline.destination
     if dlt_target is not None and dlt_target.destination_type == "dlt.destinations.filesystem":
         check_not_filesystem(pipeline, config=target.config_path)
+        if target.is_landing and _location(_bucket_url(dlt_target) or "") == _location(target.storage_url) \
+                and pipeline.dataset_name == target.dataset_name:
+            return
+    if target.is_landing:
+        where = f"{dlt_target.destination_type if dlt_target else 'no destination'}, dataset {pipeline.dataset_name!r}"
+        raise SrdpDltError(
+            f"srdp.ingest.dlt: pipeline {pipeline.pipeline_name!r} ({where}) does not load into the "
+            f"landing zone {target.landing_url} of catalog {target.catalog!r}; build it with "
+            f"srdp.ingest.dlt.destination({target.catalog!r}, layer='landing').pipeline(...)"
+        )
     alias = getattr((dlt_target.config_params if dlt_target else {}).get("credentials"), "ducklake_name", None)
     if (
         not isinstance(dlt_target, SrdpDuckLake)

@@ -1,0 +1,98 @@
+"""Retention of the landing zone: deletes what raw holds already, keeps what dlt needs.
+
+Deleted, for loads older than the retention: data files whose load the ledger records as
+promoted (or skipped) for their table (a child table ``orders__items`` goes with ``orders``);
+markers and state files of loads below the **watermark** (the oldest load not wholly in raw:
+unfinished, quarantined, waiting, or with a table no promotion took).
+
+Never deleted: ``init`` (without it and the state files dlt wipes its working folder), the newest
+state file of each pipeline (without it dlt reloads everything; dlt reads the newest state file
+whether or not its load finished), that load's marker, every ``_dlt_version`` file (dlt's
+schemas, small), and any marker at or above the watermark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from srdp.dagster.lake import LakeSession
+from srdp.ingest.landing.ledger import Ledger
+from srdp.ingest.landing.zone import LandingZone, Load, load_sort_key
+
+__all__ = ["RetentionReport", "retain"]
+
+
+@dataclass
+class RetentionReport:
+    deleted: list[str] = field(default_factory=list)
+    watermark: str | None = None
+    """The oldest load not wholly in raw (None: every load is)."""
+    kept_state_files: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+
+def promoted_tables(session: LakeSession, catalog: str, schema: str, landing: str) -> dict[str, set[str]]:
+    """Load id -> the tables the ledger records for it (promoted or skipped)."""
+    ledger = Ledger(catalog, schema, landing, "")
+    found: dict[str, set[str]] = {}
+    with session.lock:
+        if session.columns(ledger.ref) is None:
+            return found
+        rows = session.con.execute(
+            f"SELECT load_id, table_name FROM {ledger.ref.sql} WHERE landing = ?", [landing]
+        ).fetchall()
+    for load_id, table in rows:
+        found.setdefault(str(load_id), set()).add(str(table))
+    return found
+
+
+def _in_raw(table: str, recorded: set[str]) -> bool:
+    return any(table == parent or table.startswith(parent + "__") for parent in recorded)
+
+
+def retain(
+    zone: LandingZone,
+    session: LakeSession,
+    catalog: str,
+    schema: str,
+    older_than: dt.timedelta,
+    now: dt.datetime | None = None,
+    dry_run: bool = False,
+) -> RetentionReport:
+    """Deletes what the module doc says from ``zone`` (nothing with ``dry_run``: the report lists
+    what would go)."""
+    session.attach("reader")
+    moment = (now or dt.datetime.now(dt.timezone.utc)).timestamp()
+    cutoff = moment - older_than.total_seconds()
+    loads = zone.loads()
+    recorded = promoted_tables(session, catalog, schema, zone.url)
+
+    def wholly_in_raw(load: Load) -> bool:
+        return load.finished and all(_in_raw(t, recorded.get(load.load_id, set())) for t in load.files)
+
+    pending = [load for load in loads if not wholly_in_raw(load)]
+    watermark = pending[0].load_id if pending else None
+    newest_state: dict[str, tuple[tuple[float, str], str]] = {}
+    for state in zone.state_files():
+        key = load_sort_key(state.load_id)
+        if state.pipeline not in newest_state or key > newest_state[state.pipeline][0]:
+            newest_state[state.pipeline] = (key, state.path)
+    kept_states = {path for _, path in newest_state.values()}
+    kept_loads = {load.load_id for load in loads if kept_states & set(load.state_files)}
+
+    doomed: list[str] = []
+    for load in loads:
+        if load.created >= cutoff:
+            continue
+        for table, paths in load.files.items():
+            if _in_raw(table, recorded.get(load.load_id, set())):
+                doomed += paths
+        below = watermark is None or load_sort_key(load.load_id) < load_sort_key(watermark)
+        if below and load.load_id not in kept_loads:
+            doomed += [p for p in load.state_files if p not in kept_states]
+            if load.marker is not None:
+                doomed.append(load.marker)
+    report = RetentionReport(watermark=watermark, kept_state_files=sorted(kept_states), dry_run=dry_run)
+    report.deleted = sorted(doomed) if dry_run else zone.delete(sorted(doomed))
+    return report
