@@ -2,7 +2,9 @@
 //! (dlt's `ducklake` destination into a schema, or its `filesystem` destination into the landing
 //! zone), and the URLs and names dlt and lineage see.
 
-use super::single_writer::{check_landing_writer, check_writer, ownership, LANDING_OWNER};
+use super::single_writer::{
+    check_landing_writer, check_writer, ownership, tenant_dataset, LANDING_OWNER,
+};
 use super::{list, relaxed_warnings_except, SINGLE_WRITER};
 use crate::config::{
     Backend, CatalogDef, Config, DEFAULT_FILE_METADATA_SCHEMA, DLT_LAYER, LANDING_LAYER,
@@ -245,14 +247,13 @@ fn landing_destination(
     }
     let check = check_landing_writer(config, catalog, &writer)?;
     let promote = def.promote_into.clone().unwrap_or_default();
+    // A tenant's promotions go into its dataset named after the promote_into schema, which
+    // `ownership` gives to that schema's writers alone, never dlt's raw dataset.
     let (dataset, promote_into) = match &project {
-        Some(p) => {
-            let layer = def.schemas.get(&promote).map_or(DLT_LAYER, |s| &s.layer);
-            (
-                def.project_dataset(p, LANDING_LAYER),
-                def.project_dataset(p, layer),
-            )
-        }
+        Some(p) => (
+            def.project_dataset(p, LANDING_LAYER),
+            tenant_dataset(p, &promote),
+        ),
         None => (LANDING_LAYER.to_string(), promote),
     };
     Ok(DltDestination {

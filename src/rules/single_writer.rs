@@ -22,10 +22,21 @@ pub struct WriterCheck {
     pub warning: Option<String>,
 }
 
-/// Writers and layer of `schema`: its own entry, or the layer's entry for a tenant dataset.
+/// Writers and layer of `schema`: its own entry; else the one schema `s` whose tenant dataset
+/// `<project>_<s>` it is (a dataset named after a schema, never renamed by a project); else the
+/// layer's entry for a tenant dataset of that layer (`<project>_<layer>` or the project's
+/// `<layer>_dataset`), whose writers are those of every schema of the layer. So a tenant's
+/// `acme_raw` and `acme_raw_landed` belong to schemas `raw` and `raw_landed` alone.
 pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
     if let Some(s) = def.schemas.get(schema) {
         return Some((s.writers.clone(), s.layer.clone()));
+    }
+    for project in def.projects.keys() {
+        for (name, s) in &def.schemas {
+            if tenant_dataset(project, name) == schema {
+                return Some((s.writers.clone(), s.layer.clone()));
+            }
+        }
     }
     for project in def.projects.keys() {
         for layer in def.layers() {
@@ -45,6 +56,11 @@ pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)
     None
 }
 
+/// The dataset of `project` named after schema `schema`: `<project>_<schema>`.
+pub fn tenant_dataset(project: &str, schema: &str) -> String {
+    format!("{project}_{schema}")
+}
+
 /// Every writer named in the catalog's schemas, and dlt when the catalog has a landing zone,
 /// sorted.
 fn writers(def: &CatalogDef) -> Vec<String> {
@@ -61,20 +77,26 @@ fn writers(def: &CatalogDef) -> Vec<String> {
     all
 }
 
-/// What `writer` may write in `def`, for refusals: its schemas and their tenant datasets, and
-/// for dlt the landing zone when the catalog has one.
+/// What `writer` may write in `def`, for refusals: its schemas, their tenant datasets and the
+/// tenant datasets of their layers that [`ownership`] gives to it, and for dlt the landing zone
+/// when the catalog has one.
 fn may_write(def: &CatalogDef, writer: &str) -> String {
-    let owned = || {
-        def.schemas
-            .iter()
-            .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
-    };
-    let mut schemas: Vec<String> = owned().map(|(name, _)| name.clone()).collect();
-    for project in def.projects.keys() {
-        for (_, s) in owned() {
-            schemas.push(def.project_dataset(project, &s.layer));
+    let mut candidates: Vec<String> = Vec::new();
+    for (name, s) in def
+        .schemas
+        .iter()
+        .filter(|(_, s)| s.writers.iter().any(|w| w == writer))
+    {
+        candidates.push(name.clone());
+        for project in def.projects.keys() {
+            candidates.push(tenant_dataset(project, name));
+            candidates.push(def.project_dataset(project, &s.layer));
         }
     }
+    let mut schemas: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| ownership(def, c).is_some_and(|(owners, _)| owners.iter().any(|w| w == writer)))
+        .collect();
     schemas.sort();
     schemas.dedup();
     match (&def.landing_path, writer == LANDING_OWNER) {

@@ -51,7 +51,7 @@ fn relaxed_raw_rules_do_not_warn_in_the_landing_zone() {
 }
 
 #[test]
-fn tenant_projects_land_in_their_own_folder_and_promote_into_their_raw_dataset() {
+fn tenant_projects_land_in_their_own_folder_and_promote_into_their_promote_into_dataset() {
     let c = parse(
         Path::new("/etc/srdp/srdp.toml"),
         "[catalogs.lake]\nmetadata = \"postgres:dbname=lake host=h\"\ndata_path = \"s3://b/lake\"\n\
@@ -88,9 +88,125 @@ fn tenant_projects_land_in_their_own_folder_and_promote_into_their_raw_dataset()
         },
     )
     .unwrap();
+    // The dataset named after the promote_into schema, which no project renames.
     assert_eq!(
         (beta.dataset_name.as_str(), beta.promote_into.as_deref()),
-        ("beta_inbox", Some("beta_ingest"))
+        ("beta_inbox", Some("beta_raw"))
+    );
+}
+
+/// BASE (raw owned by dlt, raw_landed by the IO manager and promote_into) as tenant acme's.
+fn tenant() -> crate::config::Config {
+    parse(
+        Path::new("/etc/srdp/srdp.toml"),
+        &BASE.replace(
+            "data_path = \"data/lake\"\n",
+            "data_path = \"data/lake\"\nproject = \"acme\"\n",
+        ),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_tenant_promotes_into_its_dataset_of_the_promote_into_schema_never_dlts() {
+    let c = tenant();
+    let d = dlt_destination(&c, "lake", &landing()).unwrap();
+    assert_eq!(
+        (d.dataset_name.as_str(), d.promote_into.as_deref()),
+        ("acme_landing", Some("acme_raw_landed"))
+    );
+    let def = c.catalog("lake").unwrap();
+    // Each tenant dataset named after a schema has that schema's writer alone, though both
+    // schemas are raw.
+    assert_eq!(
+        ownership(def, "acme_raw"),
+        Some((vec!["dlt".to_string()], "raw".to_string()))
+    );
+    assert_eq!(
+        ownership(def, "acme_raw_landed"),
+        Some((vec!["io_manager".to_string()], "raw".to_string()))
+    );
+    assert_eq!(ownership(def, "acme_curated_landed"), None);
+}
+
+#[test]
+fn in_a_tenant_the_io_manager_writes_the_promoted_dataset_and_dlt_its_raw_dataset() {
+    let c = tenant();
+    assert_eq!(
+        check_writer(&c, "lake", "acme_raw_landed", "io_manager").unwrap(),
+        WriterCheck {
+            owner: Some("io_manager".into()),
+            layer: Some("raw".into()),
+            warning: None
+        }
+    );
+    assert_eq!(
+        check_writer(&c, "lake", "acme_raw", "io_manager")
+            .unwrap_err()
+            .to_string(),
+        "writer 'io_manager' may not write schema 'acme_raw' of catalog 'lake': it is owned by \
+         'dlt' (single_writer). 'io_manager' may write: acme_raw_landed, acme_serving, \
+         raw_landed, serving. To relax the rule, add the line `single_writer = false` under \
+         [rules] in /etc/srdp/srdp.toml"
+    );
+    assert_eq!(
+        check_writer(&c, "lake", "acme_raw_landed", "dlt")
+            .unwrap_err()
+            .to_string(),
+        "writer 'dlt' may not write schema 'acme_raw_landed' of catalog 'lake': it is owned by \
+         'io_manager' (single_writer). 'dlt' may write: acme_raw, raw and the landing zone \
+         (landing_path). To relax the rule, add the line `single_writer = false` under [rules] \
+         in /etc/srdp/srdp.toml"
+    );
+    let d = dlt_destination(&c, "lake", &DltRequest::default()).unwrap();
+    assert_eq!(
+        (
+            d.dataset_name.as_str(),
+            d.owner.as_deref(),
+            d.layer.as_str(),
+            d.destination_type.as_str()
+        ),
+        ("acme_raw", Some("dlt"), "raw", "ducklake")
+    );
+}
+
+#[test]
+fn a_tenant_dataset_of_a_layer_without_a_schema_of_its_name_keeps_the_layers_writers() {
+    // Neither raw schema is named after the layer: acme_raw is the layer's dataset, written by
+    // both, and each schema's own tenant dataset by its writer alone.
+    let c = parse(
+        Path::new("/etc/srdp/srdp.toml"),
+        &BASE
+            .replace(
+                "data_path = \"data/lake\"\n",
+                "data_path = \"data/lake\"\nproject = \"acme\"\n",
+            )
+            .replace(
+                "[catalogs.lake.schemas.raw]\n",
+                "[catalogs.lake.schemas.raw_strict]\n",
+            ),
+    )
+    .unwrap();
+    let def = c.catalog("lake").unwrap();
+    assert_eq!(
+        ownership(def, "acme_raw"),
+        Some((
+            vec!["dlt".to_string(), "io_manager".to_string()],
+            "raw".to_string()
+        ))
+    );
+    assert_eq!(
+        ownership(def, "acme_raw_strict"),
+        Some((vec!["dlt".to_string()], "raw".to_string()))
+    );
+    assert_eq!(
+        check_writer(&c, "lake", "curated", "io_manager")
+            .unwrap_err()
+            .to_string(),
+        "writer 'io_manager' may not write schema 'curated' of catalog 'lake': it is owned by \
+         'dbt' (single_writer). 'io_manager' may write: acme_raw, acme_raw_landed, acme_serving, \
+         raw_landed, serving. To relax the rule, add the line `single_writer = false` under \
+         [rules] in /etc/srdp/srdp.toml"
     );
 }
 
