@@ -246,7 +246,11 @@ def test_a_relaxed_raw_validated_lets_dlt_evolve_types_explicitly(tmp_path):
     assert dest.load_arguments(schema_contract={"data_type": "discard_row"}) == {
         "write_disposition": "append", "schema_contract": {"data_type": "discard_row"},
     }
-    # Outside raw no contract is imposed or relaxed: dlt's arguments stay the caller's.
-    landing = write_config(tmp_path / "landing", LAKE + '\n[catalogs.lake.schemas.landing]\nwriter = "dlt"\n'
-                           'layer = "landing"\n\n[rules]\nraw_validated = false\n')
-    assert srdp_dlt.destination("lake", config=landing, layer="landing").load_arguments() == {}
+    # The landing zone (a folder outside DuckLake) gets no contract, imposed or relaxed: only its
+    # file format.
+    landing = write_config(
+        tmp_path / "landing",
+        LAKE.replace("[catalogs.lake]\n", '[catalogs.lake]\nlanding_path = "landing"\npromote_into = "raw_landed"\n', 1)
+        + '\n[catalogs.lake.schemas.raw_landed]\nwriter = "io_manager"\nlayer = "raw"\n\n[rules]\nraw_validated = false\n',
+    )
+    assert srdp_dlt.destination("lake", config=landing, layer="landing").load_arguments() == {"loader_file_format": "parquet"}

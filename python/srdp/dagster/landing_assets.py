@@ -119,7 +119,7 @@ def _promotion_asset(
         io = _io_manager(context, io_manager_key)
         outcomes = promote_landing(
             destination.refresh(), parent, children, io_manager=io, keys=keys, checks=checks,
-            skip_loads=skip_loads, run_id=context.run_id,
+            skip_loads=skip_loads, run_id=context.run.run_id,
         )
         for outcome in outcomes:
             _log(context, parent, outcome)
