@@ -1,4 +1,4 @@
-"""make demo, platform step: examples/platform (dlt -> dbt -> IO manager) materialized once in
+"""make demo, platform step: examples/platform (dlt both ways -> dbt -> IO manager) materialized once in
 process on its own embedded lake (SQLite catalog under demo/platform/), then every table it wrote
 read back by a plain srdp reader, and the asset graph's edges printed.
 """
@@ -15,7 +15,9 @@ import dagster as dg
 import srdp
 
 REPO = Path(__file__).resolve().parents[1]
-TABLES = ["raw.orders", "raw.orders__items", "curated.orders_clean", "analytics.daily_revenue"]
+TABLES = [
+    "raw.orders", "raw.orders__items", "raw_landed.payments", "curated.orders_clean", "analytics.daily_revenue",
+]
 
 
 def main() -> int:

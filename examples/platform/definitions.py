@@ -2,6 +2,10 @@
 
 * dlt (``srdp.ingest.dlt``, the strict way: raw append-only and validated) loads the ``shop``
   source into ``lake.raw.orders`` and its child table ``lake.raw.orders__items``;
+* dlt, the quarantine way, lands a partner's ``payments`` file in the landing zone (a folder
+  outside DuckLake, ``landing_path``), and a promotion asset validates each load and appends it
+  to ``lake.raw_landed.payments`` through the IO manager (:func:`srdp_landing_assets`), with the
+  landing zone's daily retention;
 * dbt (``dbt/``, through dagster-dbt and :class:`SrdpDbtTranslator`) builds
   ``lake.curated.orders_clean`` from those two sources;
 * an asset written by ``SrdpIOManager`` reads that model and writes ``lake.analytics.daily_revenue``;
@@ -13,6 +17,8 @@ Every asset is keyed by its physical table (``lake/raw/orders``, ...) and carrie
     lake/raw/orders ----------\\
                                +--> lake/curated/orders_clean --> lake/analytics/daily_revenue
     lake/raw/orders__items ---/
+
+    lake/landing/payments --> lake/raw_landed/payments
 
 Run it (the lake goes to demo/platform/, git-ignored; SRDP_CONFIG points elsewhere):
 
@@ -43,7 +49,13 @@ from dagster_dlt import DagsterDltResource  # noqa: E402
 
 import srdp  # noqa: E402
 import srdp.ingest.dlt as srdp_dlt  # noqa: E402
-from srdp.dagster import SrdpDbtTranslator, add_srdp_definitions, srdp_table  # noqa: E402
+from srdp.dagster import (  # noqa: E402
+    SrdpDbtTranslator,
+    add_srdp_definitions,
+    landing_retention_schedule,
+    srdp_landing_assets,
+    srdp_table,
+)
 
 HERE = Path(__file__).resolve().parent
 CONFIG = os.environ.setdefault("SRDP_CONFIG", str(HERE / "srdp.toml"))
@@ -74,6 +86,32 @@ def shop() -> Any:
 
 raw = srdp_dlt.destination("lake", config=CONFIG)  # layer "raw", writer "dlt"; the rules stay on
 shop_assets = srdp_dlt.srdp_dlt_assets(dlt_source=shop(), destination=raw, pipeline_name="platform_shop", name="shop")
+
+
+# --- dlt, the quarantine way: landing zone -> lake.raw_landed.payments --------------------------
+PAYMENTS = [
+    {"payment_id": "p-1", "order_id": 1, "amount": 7.0},
+    {"payment_id": "p-2", "order_id": 2, "amount": 11.5},
+    {"payment_id": "p-3", "order_id": 3, "amount": 24.0},
+]
+
+
+@dlt.source
+def partner() -> Any:
+    """Untrusted input: a partner's payments file, landed first and promoted once validated."""
+
+    @dlt.resource(write_disposition="append")
+    def payments() -> Iterator[list[dict[str, Any]]]:
+        yield PAYMENTS
+
+    return payments
+
+
+landing = srdp_dlt.destination("lake", config=CONFIG, layer="landing")  # dlt's filesystem destination
+partner_landed = srdp_dlt.srdp_dlt_assets(
+    dlt_source=partner(), destination=landing, pipeline_name="platform_partner", name="partner"
+)
+partner_promoted = srdp_landing_assets(landing, ["payments"], keys={"payments": ["payment_id"]})
 
 
 # --- dbt: lake.curated.orders_clean --------------------------------------------------------------
@@ -110,7 +148,8 @@ def daily_revenue(orders: pd.DataFrame) -> pd.DataFrame:
 
 defs = add_srdp_definitions(
     dg.Definitions(
-        assets=[shop_assets, shop_dbt, daily_revenue],
+        assets=[shop_assets, partner_landed, *partner_promoted, shop_dbt, daily_revenue],
+        schedules=[landing_retention_schedule(landing)],
         resources={"dlt": DagsterDltResource(), "dbt": dbt},
     ),
     CONFIG,

@@ -61,13 +61,18 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     edges = [line.strip() for line in platform.splitlines() if " -> lake/" in line]
     assert edges == [
         "lake/curated/orders_clean -> lake/analytics/daily_revenue",
+        "lake/landing/payments -> lake/raw_landed/payments",
         "lake/raw/orders -> lake/curated/orders_clean",
         "lake/raw/orders__items -> lake/curated/orders_clean",
     ]
     assert [line.strip() for line in platform.splitlines() if line.strip().startswith("lake.") and "rows" in line] == [
         "lake.raw.orders: 3 rows",
         "lake.raw.orders__items: 4 rows",
+        "lake.raw_landed.payments: 3 rows",
         "lake.curated.orders_clean: 3 rows",
         "lake.analytics.daily_revenue: 2 rows",
     ]
     assert (REPO / "demo" / "platform" / "catalog" / "lake.sqlite").is_file()
+    # The landing zone is a folder beside the lake's data, with dlt's files in it.
+    landing = REPO / "demo" / "platform" / "landing" / "landing"
+    assert (landing / "init").is_file() and len(list((landing / "payments").glob("*.parquet"))) == 1

@@ -33,6 +33,8 @@ RAW_ORDERS = dg.AssetKey(["lake", "raw", "orders"])
 RAW_ITEMS = dg.AssetKey(["lake", "raw", "orders__items"])
 ORDERS_CLEAN = dg.AssetKey(["lake", "curated", "orders_clean"])
 DAILY_REVENUE = dg.AssetKey(["lake", "analytics", "daily_revenue"])
+LANDED_PAYMENTS = dg.AssetKey(["lake", "landing", "payments"])
+PROMOTED_PAYMENTS = dg.AssetKey(["lake", "raw_landed", "payments"])
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +85,8 @@ def test_dlt_dbt_and_io_manager_assets_form_one_graph_by_physical_name(platform:
         RAW_ITEMS: set(),
         ORDERS_CLEAN: {RAW_ORDERS, RAW_ITEMS},
         DAILY_REVENUE: {ORDERS_CLEAN},
+        LANDED_PAYMENTS: set(),
+        PROMOTED_PAYMENTS: {LANDED_PAYMENTS},
     }
     assert all(graph.get(key).is_materializable for key in graph.get_all_asset_keys())
     assert {key: graph.get(key).metadata["dagster/table_name"] for key in graph.get_all_asset_keys()} == {
@@ -90,6 +94,8 @@ def test_dlt_dbt_and_io_manager_assets_form_one_graph_by_physical_name(platform:
         RAW_ITEMS: "lake.raw.orders__items",
         ORDERS_CLEAN: "lake.curated.orders_clean",
         DAILY_REVENUE: "lake.analytics.daily_revenue",
+        LANDED_PAYMENTS: "lake.landing.payments",
+        PROMOTED_PAYMENTS: "lake.raw_landed.payments",
     }
     # The dbt source dependencies carry the table name too (dagster-dbt's source metadata).
     dbt_spec = next(s for s in platform.shop_dbt.specs if s.key == ORDERS_CLEAN)
@@ -147,7 +153,7 @@ def test_the_whole_chain_materializes_once_and_every_table_holds_its_rows(platfo
     failures = [e.event_specific_data.error.to_string() for e in result.all_events if e.is_step_failure]
     assert result.success, failures
     materialized = {e.asset_key for e in result.get_asset_materialization_events()}
-    assert materialized == {RAW_ORDERS, RAW_ITEMS, ORDERS_CLEAN, DAILY_REVENUE}
+    assert materialized == {RAW_ORDERS, RAW_ITEMS, ORDERS_CLEAN, DAILY_REVENUE, LANDED_PAYMENTS, PROMOTED_PAYMENTS}
     named = {
         e.asset_key: e.materialization.metadata["dagster/table_name"].value
         for e in result.get_asset_materialization_events()
@@ -176,6 +182,11 @@ def test_the_whole_chain_materializes_once_and_every_table_holds_its_rows(platfo
     assert _read(config, "SELECT typeof(order_date), order_date::VARCHAR, orders, revenue FROM lake.analytics.daily_revenue ORDER BY 1") == [
         ("DATE", day, len(amounts), float(sum(amounts))) for day, amounts in sorted(by_day.items())
     ]
+    # The quarantine way: the partner's payments landed outside the lake, promoted into raw_landed.
+    assert _read(config, "SELECT payment_id, order_id, amount FROM lake.raw_landed.payments ORDER BY 1") == [
+        (p["payment_id"], p["order_id"], p["amount"]) for p in platform.PAYMENTS
+    ]
+    assert named[PROMOTED_PAYMENTS] == "lake.raw_landed.payments"
 
 
 def test_a_child_table_selected_without_its_parent_is_refused_before_any_load(platform: ModuleType) -> None:

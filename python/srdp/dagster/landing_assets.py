@@ -182,7 +182,7 @@ def landing_retention_schedule(
     :func:`srdp.ingest.landing.landing_retention`, at ``cron_schedule`` UTC, running by default."""
     name = f"srdp_landing_retention_{destination.catalog}_{destination.dataset_name}"
 
-    @dg.op(name=name, required_resource_keys={io_manager_key})
+    @dg.op(name=f"{name}_op", required_resource_keys={io_manager_key})
     def _retention(context: dg.OpExecutionContext) -> None:
         report = landing_retention(
             destination.refresh(), io_manager=_io_manager(context, io_manager_key), older_than=older_than
