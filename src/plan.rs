@@ -102,10 +102,22 @@ pub fn classify(message: &str) -> Failure {
     ];
     if transient.iter().any(|t| lower.contains(t))
         || (lower.contains("failed to commit ducklake transaction") && lower.contains("conflict"))
+        || lost_creation_race(&lower)
     {
         return Failure::Retryable;
     }
     Failure::Fatal
+}
+
+/// Two processes that create the same thing at once, where DuckLake 1.0 reports no conflict but
+/// the loser's next attempt finds it created: the metadata schema of a new PostgreSQL lake
+/// (`CREATE SCHEMA IF NOT EXISTS` races in PostgreSQL itself), and a DuckLake schema two writers'
+/// first tables create (the second commit says its table `references schema id N that does not
+/// exist`).
+fn lost_creation_race(lower: &str) -> bool {
+    (lower.contains("duplicate key value violates unique constraint")
+        && lower.contains("pg_namespace_nspname_index"))
+        || (lower.contains("references schema id") && lower.contains("that does not exist"))
 }
 
 /// `... ducklake_inlined_data_<t>_<v> does not exist` (SQLite/DuckDB and PostgreSQL wording).
@@ -337,6 +349,8 @@ mod tests {
             "Failed to flush changes into DuckLake: Failed to execute query \"INSERT INTO ...\": ERROR:  deadlock detected DETAIL: ...",
             "Exceeded the maximum retry count of 10 set by the ducklake_max_retry_count setting.",
             "ERROR: could not serialize access due to concurrent update",
+            "srdp_attach_catalog: attaching catalog 'lake' as 'lake' (writer) failed: Invalid Error: Failed to initialize DuckLake: Failed to execute query \"CREATE SCHEMA  IF NOT EXISTS\"lake\"\": ERROR:  duplicate key value violates unique constraint \"pg_namespace_nspname_index\"\nDETAIL:  Key (nspname)=(lake) already exists.",
+            "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nTable with id 3 references schema id 2 that does not exist",
         ];
         for m in retry {
             assert_eq!(classify(m), Failure::Retryable, "{m}");
@@ -353,6 +367,7 @@ mod tests {
             "Constraint Error: NOT NULL constraint failed: t.a",
             "Catalog Error: Table with name ducklake_inlined_data_tables does not exist!",
             "Binder Error: Invalid named parameter",
+            "Constraint Error: duplicate key value violates unique constraint \"orders_pkey\"",
         ];
         for m in fatal {
             assert_eq!(classify(m), Failure::Fatal, "{m}");

@@ -1,6 +1,6 @@
-"""kill -9 of the landing promotion at random points, then a rerun: every landed row is in raw
-exactly once, and at every point raw holds exactly the loads its ledger records (the ledger row
-commits in the same DuckLake transaction as the rows).
+"""kill -9 of the landing promotion at random points, then a rerun, and two promotions of one
+table at once: every landed row is in raw exactly once, and at every point raw holds exactly the
+loads its ledger records (the ledger row commits in the same DuckLake transaction as the rows).
 
 Eight loads with child rows wait in the landing zone; a promotion process is killed with SIGKILL
 at a random moment after it is ready (seeded by ``SRDP_KILL_SEED``, printed on failure), up to
@@ -9,6 +9,7 @@ ten times while loads are left, then run to the end. Raw is read back through sr
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -17,20 +18,24 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 import srdp
 import srdp.ingest.dlt as srdp_dlt
 from conftest import PY, write_config
 from landing_support import LANDING_TOML, expected_items, order, orders_resource, raw_rows
 
 PROMOTE = textwrap.dedent("""
-    import sys
+    import json, os, sys, time
     from srdp.dagster import SrdpIOManager
     import srdp.ingest.dlt as srdp_dlt
     from srdp.ingest import promote_landing
     cfg = sys.argv[1]
     dest = srdp_dlt.destination("lake", config=cfg, layer="landing")
-    io = SrdpIOManager(config_path=cfg)
+    io = SrdpIOManager(config_path=cfg, secrets=json.loads(os.environ.get("SRDP_TEST_SECRETS", "[]")))
     print("ready", flush=True)
+    while len(sys.argv) > 2 and not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
     outcomes = promote_landing(dest, "orders", ["orders__items"], io_manager=io)
     print("done", len(outcomes), flush=True)
 """)
@@ -38,9 +43,13 @@ PROMOTE = textwrap.dedent("""
 LOADS, ROWS_PER_LOAD = 8, 40
 
 
-def ledger_and_raw(cfg: Path) -> tuple[int, list[int]]:
+def ledger_and_raw(cfg: Path, setup: list[str] | None = None) -> tuple[int, list[int]]:
     """(rows the ledger records as promoted, ids in raw), read in one snapshot."""
+    if setup is None and not (cfg.parent / "catalog" / "lake.sqlite").exists():
+        return 0, []  # killed before the promotion created the lake
     con = srdp.connect(config=cfg)
+    for statement in setup or []:
+        con.execute(statement)
     try:
         con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
         tables = {r[0] for r in con.execute(
@@ -96,3 +105,48 @@ def test_kill_9_at_random_points_then_rerun_promotes_every_row_exactly_once(tmp_
     assert raw_rows(cfg, "orders__items") == expected_items(ids)
     parent_rows, in_raw = ledger_and_raw(cfg)
     assert parent_rows == len(in_raw) == len(ids)
+
+
+SCHEMAS = LANDING_TOML[LANDING_TOML.index("[catalogs.lake.schemas.raw]"):]
+
+
+@pytest.mark.parametrize("catalog", ["sqlite", "postgres"])
+def test_two_promotions_of_one_table_at_once_promote_every_row_exactly_once(
+    tmp_path: Path, catalog: str, request: pytest.FixtureRequest
+) -> None:
+    """Two processes promote the same three loads at the same moment, three rounds. On PostgreSQL
+    (no file lock between them) both transactions really overlap: without the ledger's claim row
+    DuckLake would commit both appends."""
+    setup: list[str] | None = None
+    if catalog == "postgres":
+        from pg_lake import new_lake
+
+        lake = new_lake(request.getfixturevalue("servers"), tmp_path,
+                        extra='landing_path = "landing"\npromote_into = "raw_landed"\n' + SCHEMAS)
+        cfg, setup = lake.cfg, lake.setup_sql()
+    else:
+        cfg = write_config(tmp_path, LANDING_TOML.format(landing="landing", extra=""))
+    dest = srdp_dlt.destination("lake", config=cfg, layer="landing")
+    pipeline = dest.pipeline("shop", pipelines_dir=str(tmp_path / "p"))
+    source: list[dict] = []
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SRDP_TEST_SECRETS": json.dumps(setup or [])}
+    for round_ in range(3):
+        for n in range(round_ * 3, round_ * 3 + 3):
+            source += [order(i) for i in range(n * ROWS_PER_LOAD + 1, (n + 1) * ROWS_PER_LOAD + 1)]
+            dest.run(pipeline, orders_resource(source))
+        go = tmp_path / f"go{round_}"
+        processes = [
+            subprocess.Popen([PY, "-c", PROMOTE, str(cfg), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=tmp_path)
+            for _ in range(2)
+        ]
+        for process in processes:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        go.touch()  # both start promoting the same three loads now
+        for process in processes:
+            _, err = process.communicate(timeout=300)
+            assert process.returncode == 0, err
+        ids = [r["id"] for r in source]
+        parent_rows, in_raw = ledger_and_raw(cfg, setup)
+        assert in_raw == ids, f"round {round_}: {len(in_raw)} rows for {len(ids)} ids"
+        assert parent_rows == len(ids)

@@ -51,15 +51,6 @@ _OUTSIDE = "srdp: output row outside the partition"
 _CREATE_SECRET = re.compile(r"\s*CREATE\s+(OR\s+REPLACE\s+)?((PERSISTENT|TEMPORARY)\s+)?SECRET\b", re.IGNORECASE)
 
 
-#: Attempts a write gets when it lost DuckLake 1.0's schema-creation race (see ``write``).
-_SCHEMA_RACE_ATTEMPTS = 5
-
-
-def _lost_schema_race(message: str) -> bool:
-    """DuckLake 1.0's commit error when another transaction created the same schema first."""
-    return "references schema id" in message and "that does not exist" in message
-
-
 def lossless(old: str, new: str) -> bool:
     """Whether DuckLake can promote column type ``old`` to ``new`` without loss."""
     return new in _PROMOTIONS.get(old, set())
@@ -222,12 +213,6 @@ class LakeSession:
                 if decision["failure"] == "stale inlined table":
                     with self.lock:
                         srdp.call(self.con, "srdp_attach_catalog", self.catalog, role="writer", refresh=True)
-                if _lost_schema_race(message) and attempt < _SCHEMA_RACE_ATTEMPTS:
-                    # DuckLake 1.0 does not report two transactions that create the same schema
-                    # as a conflict: the second commit fails with "table with id N references
-                    # schema id M that does not exist". The schema exists now, so the next
-                    # attempt's CREATE SCHEMA IF NOT EXISTS is a no-op and the write commits.
-                    decision = {**decision, "retry": True, "wait_ms": max(int(decision["wait_ms"]), 50)}
                 names = ", ".join(plan.table.name for plan, _ in writes)
                 if not decision["retry"]:
                     raise IOManagerError(

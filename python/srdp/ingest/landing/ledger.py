@@ -4,6 +4,11 @@ DuckLake transaction as the rows it records.
 ``<catalog>.<promote_into>._srdp_landing_loads``: one row per (landing folder, table, load) that
 was promoted (or skipped on purpose). Because the row commits with the data, a promotion killed
 at any point either left both or neither, and a rerun promotes each load exactly once.
+
+Two promotions of one table at the same time (a manual run beside the scheduled one) would both
+see a load as new, and DuckLake lets concurrent appends commit. So every promotion also replaces
+the table's one ``claim`` row: two transactions that delete the same row conflict in DuckLake, the
+second one is retried (as srdp decides for conflicts), finds the load recorded and stops.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from srdp.dagster.tables import TableRef, quote
 __all__ = ["LEDGER_TABLE", "AlreadyPromoted", "Ledger"]
 
 LEDGER_TABLE = "_srdp_landing_loads"
+#: The status of the row each promotion replaces (see the module doc).
+CLAIM = "claim"
 
 _COLUMNS = (
     "landing VARCHAR, table_name VARCHAR, load_id VARCHAR, status VARCHAR, "
@@ -50,7 +57,8 @@ class Ledger:
             if session.columns(self.ref) is None:
                 return {}
             rows = session.con.execute(
-                f"SELECT load_id, status FROM {self.ref.sql} WHERE landing = ? AND table_name = ?",
+                f"SELECT load_id, status FROM {self.ref.sql} WHERE landing = ? AND table_name = ? "
+                f"AND status <> '{CLAIM}'",
                 [self.landing, self.table],
             ).fetchall()
         return {str(load_id): str(status) for load_id, status in rows}
@@ -58,17 +66,25 @@ class Ledger:
     def record(
         self, con: duckdb.DuckDBPyConnection, load_id: str, status: str, rows: int, run_id: str, note: str | None
     ) -> None:
-        """Inside the open transaction: refuses a load recorded already, then records it."""
+        """Inside the open transaction: replaces the table's claim row, refuses a load recorded
+        already, then records it."""
         con.execute(f"CREATE TABLE IF NOT EXISTS {self.ref.sql} ({_COLUMNS})")
+        con.execute(
+            f"DELETE FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND status = '{CLAIM}'",
+            [self.landing, self.table],
+        )
         found = con.execute(
-            f"SELECT count(*) FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND load_id = ?",
+            f"SELECT count(*) FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND load_id = ? "
+            f"AND status <> '{CLAIM}'",
             [self.landing, self.table, load_id],
         ).fetchone()
         if found and found[0]:
             raise AlreadyPromoted(load_id)
+        now = dt.datetime.now(dt.timezone.utc)
         con.execute(
-            f"INSERT INTO {self.ref.sql} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [self.landing, self.table, load_id, status, rows, dt.datetime.now(dt.timezone.utc), run_id, note],
+            f"INSERT INTO {self.ref.sql} VALUES (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?)",
+            [self.landing, self.table, load_id, status, rows, now, run_id, note,
+             self.landing, self.table, load_id, CLAIM, 0, now, run_id, "the last promotion's claim"],
         )
 
     def skip(self, session: LakeSession, load_id: str, writer: str, run_id: str, note: str) -> None:

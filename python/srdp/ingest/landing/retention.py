@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from srdp.dagster.lake import LakeSession
-from srdp.ingest.landing.ledger import Ledger
+from srdp.ingest.landing.ledger import CLAIM, Ledger
 from srdp.ingest.landing.zone import LandingZone, Load, load_sort_key
 
 __all__ = ["RetentionReport", "retain"]
@@ -40,7 +40,7 @@ def promoted_tables(session: LakeSession, catalog: str, schema: str, landing: st
         if session.columns(ledger.ref) is None:
             return found
         rows = session.con.execute(
-            f"SELECT load_id, table_name FROM {ledger.ref.sql} WHERE landing = ?", [landing]
+            f"SELECT load_id, table_name FROM {ledger.ref.sql} WHERE landing = ? AND status <> '{CLAIM}'", [landing]
         ).fetchall()
     for load_id, table in rows:
         found.setdefault(str(load_id), set()).add(str(table))
