@@ -166,6 +166,62 @@ impl MetadataTables {
         )
     }
 
+    /// One read for every table of the catalog: `table_id, files, mergeable` where `files` is
+    /// the live data files and `mergeable` the most live files under `target_bytes` that share a
+    /// partition (`partition_id` and partition values). DuckLake's merge needs two such files in
+    /// one group (it also splits groups by schema version and leaves out files with deletes,
+    /// which only makes its groups smaller), so `mergeable < 2` proves it has nothing to merge.
+    pub fn merge_plan(&self, target_bytes: u64) -> String {
+        format!(
+            "WITH live AS (SELECT table_id, data_file_id, partition_id, file_size_bytes FROM {} \
+             WHERE end_snapshot IS NULL), \
+             parts AS (SELECT p.data_file_id, string_agg(coalesce(p.partition_value, chr(0)), chr(31) \
+             ORDER BY p.partition_key_index) AS vals FROM {} p JOIN live USING (data_file_id) \
+             GROUP BY p.data_file_id), \
+             groups AS (SELECT live.table_id, count(*) AS files, \
+             count(*) FILTER (WHERE live.file_size_bytes < {target_bytes}) AS small \
+             FROM live LEFT JOIN parts USING (data_file_id) \
+             GROUP BY live.table_id, live.partition_id, parts.vals) \
+             SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT FROM groups GROUP BY table_id",
+            self.table("ducklake_data_file"),
+            self.table("ducklake_file_partition_value")
+        )
+    }
+
+    /// The values of every `target_file_size` option (any scope), in bytes as DuckLake stores
+    /// them.
+    pub fn target_file_sizes(&self) -> String {
+        format!(
+            "SELECT value FROM {} WHERE key = 'target_file_size'",
+            self.table("ducklake_metadata")
+        )
+    }
+
+    /// The `changes_made` of every snapshot that made inline deletion markers.
+    pub fn inline_deletion_changes(&self) -> String {
+        format!(
+            "SELECT changes_made FROM {} WHERE changes_made LIKE '%inlined_delete:%'",
+            self.table("ducklake_snapshot_changes")
+        )
+    }
+
+    /// Inline deletion markers per table: `table_id, markers`, one row per given table id.
+    pub fn inline_deletion_counts(&self, table_ids: &[i64]) -> String {
+        if table_ids.is_empty() {
+            return "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false".to_string();
+        }
+        table_ids
+            .iter()
+            .map(|id| {
+                format!(
+                    "SELECT {id}::BIGINT AS table_id, count(*)::BIGINT AS n FROM {}",
+                    self.table(&format!("ducklake_inlined_delete_{id}"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    }
+
     /// Live data files of one table with their first row id: `data_file_id, row_id_start`.
     pub fn live_file_row_starts(&self, table_id: i64) -> String {
         format!(
@@ -312,6 +368,37 @@ mod tests {
         assert_eq!(
             m.inlined_counts(&[]),
             "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false"
+        );
+        let m = MetadataTables::new("l", "meta");
+        assert_eq!(
+            m.inline_deletion_counts(&[4, 9]),
+            "SELECT 4::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_inlined_delete_4\" \
+             UNION ALL SELECT 9::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_inlined_delete_9\""
+        );
+        assert_eq!(
+            m.inline_deletion_counts(&[]),
+            "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false"
+        );
+        assert_eq!(
+            m.target_file_sizes(),
+            "SELECT value FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_metadata\" WHERE key = 'target_file_size'"
+        );
+        assert_eq!(
+            m.inline_deletion_changes(),
+            "SELECT changes_made FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_snapshot_changes\" WHERE changes_made LIKE '%inlined_delete:%'"
+        );
+        assert_eq!(
+            m.merge_plan(100),
+            "WITH live AS (SELECT table_id, data_file_id, partition_id, file_size_bytes FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" \
+             WHERE end_snapshot IS NULL), \
+             parts AS (SELECT p.data_file_id, string_agg(coalesce(p.partition_value, chr(0)), chr(31) \
+             ORDER BY p.partition_key_index) AS vals FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_file_partition_value\" p JOIN live USING (data_file_id) \
+             GROUP BY p.data_file_id), \
+             groups AS (SELECT live.table_id, count(*) AS files, \
+             count(*) FILTER (WHERE live.file_size_bytes < 100) AS small \
+             FROM live LEFT JOIN parts USING (data_file_id) \
+             GROUP BY live.table_id, live.partition_id, parts.vals) \
+             SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT FROM groups GROUP BY table_id"
         );
         assert_eq!(
             MetadataTables::new("l", "meta").live_files_of(3),

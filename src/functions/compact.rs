@@ -12,7 +12,12 @@
 //! merge; NULL for a dry run), `files_processed BIGINT, files_created BIGINT` (by the merge;
 //! NULL for a dry run), `attempts BIGINT` (the most attempts any step needed; 1 = no retry),
 //! `duration_ms BIGINT`, `status` (`compacted`, `nothing to do`, `planned`,
-//! `skipped: auto_compact is false`).
+//! `skipped: auto_compact is false`; a flush of inline deletion markers adds `; N inline
+//! deletion markers written to a delete file`).
+//! srdp reads the catalog once per call ([`crate::maintenance::planner`]) and calls DuckLake only
+//! for steps that may do something: no flush without inlined rows or deletion markers, no merge
+//! without two small files in one partition (unless the flush just wrote files), none for a
+//! dataset DuckLake skips (`auto_compact = false`). `attempts` is 0 when srdp called nothing.
 //! Errors: as `srdp_flush`.
 //!
 //! ```sql
@@ -22,7 +27,8 @@
 use super::selection::Selection;
 use super::{Args, Cell, Column, Shared, SrdpFunction};
 use crate::error::Result;
-use crate::maintenance::elapsed_ms;
+use crate::maintenance::planner::{self, DatasetState};
+use crate::maintenance::{elapsed_ms, Lake};
 use crate::plan;
 use duckdb::core::{LogicalTypeHandle, LogicalTypeId};
 use std::time::Instant;
@@ -76,26 +82,17 @@ impl SrdpFunction for Compact {
         shared.runner.with_lake(&b.sel.catalog, writer_for, |lake| {
             let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
             let options = lake.auto_compact_options()?;
+            let planned = lake.plan(&datasets)?;
             let mut rows = Vec::with_capacity(datasets.len());
             let mut done = Vec::new();
-            let inlined = if b.dry_run {
-                lake.inlined(&datasets)?
-            } else {
-                Default::default()
-            };
             for d in &datasets {
                 let start = Instant::now();
                 let auto = plan::auto_compact(&options, d);
-                let files_before = lake.files(d)?;
-                let cells: Vec<Cell> = if b.dry_run {
-                    let planned = if auto {
-                        inlined.get(&d.table_id).map_or(0, |n| n.rows)
-                    } else {
-                        0
-                    };
+                let state = planned.state(d.table_id);
+                let cells = if b.dry_run {
                     vec![
-                        planned.into(),
-                        files_before.into(),
+                        (if auto { state.inlined_rows } else { 0 }).into(),
+                        state.files.into(),
                         Cell::Null,
                         Cell::Null,
                         Cell::Null,
@@ -104,27 +101,7 @@ impl SrdpFunction for Compact {
                         plan::planned_status(auto).into(),
                     ]
                 } else {
-                    let flushed = lake.flush(d, &done)?;
-                    let starts = lake.file_row_starts(d)?;
-                    let merged = lake.merge(d, &done)?;
-                    let (processed, created) = merged.value;
-                    let reapplied = if processed > 0 { lake.reapply_lost_deletes(d, &starts, &done)? } else { 0 };
-                    let status = plan::compact_status(flushed.value, processed, auto);
-                    let status = if reapplied > 0 {
-                        format!("{status}; re-applied {reapplied} deletes lost to a concurrent merge (DuckLake 1.0 defect)")
-                    } else {
-                        status.to_string()
-                    };
-                    vec![
-                        flushed.value.into(),
-                        files_before.into(),
-                        lake.files(d)?.into(),
-                        processed.into(),
-                        created.into(),
-                        i64::from(flushed.attempts.max(merged.attempts)).into(),
-                        elapsed_ms(start).into(),
-                        status.into(),
-                    ]
+                    compact_one(lake, d, state, auto, &done, start)?
                 };
                 let mut row: Vec<Cell> = vec![
                     b.sel.catalog.clone().into(),
@@ -138,4 +115,57 @@ impl SrdpFunction for Compact {
             Ok(rows)
         })
     }
+}
+
+/// Flush and merge of one dataset, each called only when the plan cannot prove it idle (and
+/// neither when DuckLake would skip the dataset for `auto_compact = false`).
+fn compact_one(
+    lake: &Lake,
+    d: &plan::Dataset,
+    state: DatasetState,
+    auto: bool,
+    done: &[String],
+    start: Instant,
+) -> Result<Vec<Cell>> {
+    let mut attempts = 0;
+    let (mut flushed, mut markers) = (0, 0);
+    if auto && state.has_flush_work() {
+        let step = lake.flush(d, "srdp_compact", done)?;
+        attempts = step.attempts;
+        flushed = step.value;
+        if state.inline_deletions > 0 {
+            markers = (state.inline_deletions - lake.inline_deletions_of(d.table_id)?).max(0);
+        }
+    }
+    let (mut processed, mut created, mut reapplied) = (0, 0, 0);
+    if auto && state.may_merge(flushed > 0) {
+        let starts = lake.file_row_starts(d)?;
+        let merged = lake.merge(d, done)?;
+        attempts = attempts.max(merged.attempts);
+        (processed, created) = merged.value;
+        if processed > 0 {
+            reapplied = lake.reapply_lost_deletes(d, &starts, done)?;
+        }
+    }
+    let files_after = if attempts > 0 {
+        lake.files(d)?
+    } else {
+        state.files
+    };
+    let mut status = planner::compact_status(flushed, markers, processed, auto);
+    if reapplied > 0 {
+        status.push_str(&format!(
+            "; re-applied {reapplied} deletes lost to a concurrent merge (DuckLake 1.0 defect)"
+        ));
+    }
+    Ok(vec![
+        flushed.into(),
+        state.files.into(),
+        files_after.into(),
+        processed.into(),
+        created.into(),
+        i64::from(attempts).into(),
+        elapsed_ms(start).into(),
+        status.into(),
+    ])
 }

@@ -74,12 +74,12 @@ impl SrdpFunction for Flush {
             let options = lake.auto_compact_options()?;
             let mut rows = Vec::with_capacity(datasets.len());
             let mut done = Vec::new();
+            let planned = lake.plan(&datasets)?;
             if b.dry_run {
-                let inlined = lake.inlined(&datasets)?;
                 for d in &datasets {
                     let auto = plan::auto_compact(&options, d);
                     let planned = if auto {
-                        inlined.get(&d.table_id).map_or(0, |n| n.rows)
+                        planned.state(d.table_id).inlined_rows
                     } else {
                         0
                     };
@@ -96,15 +96,34 @@ impl SrdpFunction for Flush {
             }
             for d in &datasets {
                 let start = Instant::now();
-                let flushed = lake.flush(d, &done)?;
-                let status = plan::flush_status(flushed.value, plan::auto_compact(&options, d));
+                let auto = plan::auto_compact(&options, d);
+                let state = planned.state(d.table_id);
+                // DuckLake skips a dataset with auto_compact = false, and one without inlined
+                // rows or deletion markers has nothing to flush: no call for either.
+                let (flushed, attempts) = if auto && state.has_flush_work() {
+                    let step = lake.flush(d, "srdp_flush", &done)?;
+                    (step.value, step.attempts)
+                } else {
+                    (0, 0)
+                };
+                let markers = if attempts > 0 && state.inline_deletions > 0 {
+                    (state.inline_deletions - lake.inline_deletions_of(d.table_id)?).max(0)
+                } else {
+                    0
+                };
+                let mut status = plan::flush_status(flushed + markers, auto).to_string();
+                if markers > 0 {
+                    status.push_str(&format!(
+                        "; {markers} inline deletion markers written to a delete file"
+                    ));
+                }
                 rows.push(row(
                     &b.sel.catalog,
                     d,
-                    flushed.value,
-                    flushed.attempts,
+                    flushed,
+                    attempts,
                     elapsed_ms(start),
-                    status,
+                    &status,
                 ));
                 done.push(d.name());
             }

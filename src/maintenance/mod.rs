@@ -7,6 +7,8 @@
 //! re-plans from the current snapshot, so a re-run is safe. srdp only ever re-runs the SQL it
 //! wrote itself.
 
+pub mod planner;
+
 use crate::attach::AttachSpec;
 use crate::audit;
 use crate::error::{Result, SrdpError};
@@ -218,16 +220,26 @@ impl<'a> Lake<'a> {
     }
 
     /// Flushes one dataset's inlined rows; returns the physical rows flushed.
-    pub fn flush(&self, dataset: &Dataset, done: &[String]) -> Result<Stepped<i64>> {
+    ///
+    /// Bound and executed in one transaction labelled `<caller>: flush <dataset>`: on an
+    /// autocommit connection duckdb-rs binds and executes in two transactions, and DuckLake 1.0
+    /// then commits a flush of both inline deletion markers and inlined rows as two snapshots
+    /// where the plain call makes one (`test_maintenance_planner.py` compares them).
+    pub fn flush(&self, dataset: &Dataset, caller: &str, done: &[String]) -> Result<Stepped<i64>> {
         let statement = sql::flush(
             &Literal::new(&self.spec.alias),
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
+        let label = sql::set_commit_message(
+            &Ident::new(&self.spec.alias),
+            &Literal::new(crate::audit::MAINTENANCE_AUTHOR),
+            &Literal::new(&format!("{caller}: flush {}", dataset.name())),
+        );
         self.step(
             dataset,
             "flush",
-            StepMode::Autocommit,
+            StepMode::BoundInOneTransaction(&label),
             &statement,
             done,
             |r| r.get(0),
@@ -377,12 +389,12 @@ impl Lake<'_> {
 /// maintainers on one SQLite catalog, and with `PREPARE`/`EXECUTE` in plain SQL). Inside one
 /// explicit transaction the same race fails with DuckLake's "another transaction has compacted
 /// it" conflict, which srdp retries. A failed statement or commit leaves no transaction open.
-/// Flushes choose their rows when they execute (a stale prepared flush flushes nothing), and
-/// DuckLake's flush runs more than one metadata query: inside an explicit transaction a failure
-/// of the first (such as PostgreSQL's missing inlined table) would surface only as "Current
-/// transaction is aborted", hiding the cause. So flushes and deletes stay autocommit, and
-/// only the merge carries srdp's commit author and message (`label`, run right after `BEGIN`;
-/// a merge that merges nothing commits no snapshot, label or not).
+/// Flushes run the same way: bound and executed apart, DuckLake 1.0 commits a flush of inline
+/// deletion markers and inlined rows as two snapshots (the plain call makes one). Inside the
+/// transaction, a failure of DuckLake's first metadata query (PostgreSQL's missing inlined table)
+/// can surface as "Current transaction is aborted"; [`plan::classify`] reads that as the stale
+/// catalog it is. Deletes stay autocommit. Each labelled step carries srdp's commit author and
+/// message (`label`, run right after `BEGIN`; a step that changes nothing commits no snapshot).
 fn run_in_one_transaction<T>(
     conn: &Connection,
     label: &str,

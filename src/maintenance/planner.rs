@@ -1,0 +1,275 @@
+//! One read of the catalog for a maintenance call: what every selected dataset holds, in a
+//! constant number of metadata queries per call (not per dataset), so srdp can skip the DuckLake
+//! calls that provably do nothing.
+//!
+//! * flush: a dataset with no inlined insertion records and no inline deletion markers has
+//!   nothing to flush;
+//! * merge: DuckLake 1.0 merges only live files under the target file size that share a
+//!   partition (and a schema version, and carry no deletes), two or more at a time. srdp groups
+//!   by partition alone and counts files with deletes, which can only make its groups larger, and
+//!   takes the largest target size anyone configured (the catalog's options at any scope, the
+//!   `ducklake_target_file_size` setting, DuckLake's default 512 MiB): fewer than two such files
+//!   in every group proves there is nothing to merge. A dataset that was just flushed has new
+//!   files, so it is always merged. When the plan cannot prove it, DuckLake is called.
+
+use super::Lake;
+use crate::error::Result;
+use crate::plan::{self, Dataset};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// DuckLake 1.0's default `target_file_size` (`DuckLakeCatalog::DEFAULT_TARGET_FILE_SIZE`).
+pub const DEFAULT_TARGET_FILE_SIZE: u64 = 1 << 29;
+
+/// What the planning read says about one dataset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DatasetState {
+    /// Live data files.
+    pub files: i64,
+    /// The most live files under the target size in one partition.
+    pub mergeable: i64,
+    /// Inlined insertion records (live, deleted or superseded).
+    pub inlined_rows: i64,
+    /// Inline deletion markers against Parquet files.
+    pub inline_deletions: i64,
+}
+
+impl DatasetState {
+    /// Whether a flush may do anything.
+    pub fn has_flush_work(&self) -> bool {
+        self.inlined_rows > 0 || self.inline_deletions > 0
+    }
+
+    /// Whether a merge may do anything, after a flush that wrote (or not) new files.
+    pub fn may_merge(&self, flushed_files: bool) -> bool {
+        flushed_files || self.mergeable >= 2
+    }
+}
+
+/// The planning read of one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogPlan {
+    states: BTreeMap<i64, DatasetState>,
+}
+
+impl CatalogPlan {
+    /// The state of the dataset with `table_id` (a dataset the read did not see holds nothing).
+    pub fn state(&self, table_id: i64) -> DatasetState {
+        self.states.get(&table_id).copied().unwrap_or_default()
+    }
+}
+
+/// Table ids named by `inlined_delete:<id>` entries of DuckLake's `changes_made` texts.
+pub fn inline_deletion_tables(changes: &[String]) -> BTreeSet<i64> {
+    changes
+        .iter()
+        .filter_map(|text| crate::audit::parse_changes(text).ok())
+        .flatten()
+        .filter(|c| c.kind == "inlined_delete")
+        .filter_map(|c| match c.target {
+            crate::audit::Target::Id(id) => Some(id),
+            crate::audit::Target::Names(_) => None,
+        })
+        .collect()
+}
+
+/// A DuckDB memory size (`512MB`, `1GiB`, `2000000`) in bytes; `None` when it does not parse.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" | "byte" | "bytes" => 1.0,
+        "kb" | "kilobyte" | "kilobytes" => 1e3,
+        "mb" | "megabyte" | "megabytes" => 1e6,
+        "gb" | "gigabyte" | "gigabytes" => 1e9,
+        "tb" | "terabyte" | "terabytes" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    // Saturating float-to-int conversion: a size beyond u64 is as good as infinite here.
+    Some((number * factor).ceil() as u64)
+}
+
+/// The target size srdp plans merges with: the largest of DuckLake's default, every configured
+/// option and the setting; a value that does not parse makes every file count as small.
+pub fn merge_target(options: &[String], setting: Option<&str>) -> u64 {
+    options
+        .iter()
+        .map(String::as_str)
+        .chain(setting)
+        .map(|v| parse_size(v).unwrap_or(u64::MAX))
+        .fold(DEFAULT_TARGET_FILE_SIZE, u64::max)
+}
+
+impl Lake<'_> {
+    /// The planning read for `datasets`: inlined rows, inline deletion markers, live files and
+    /// mergeable groups, in five metadata queries whatever the number of datasets.
+    pub fn plan(&self, datasets: &[Dataset]) -> Result<CatalogPlan> {
+        let wanted: BTreeSet<i64> = datasets.iter().map(|d| d.table_id).collect();
+        let mut states: BTreeMap<i64, DatasetState> = BTreeMap::new();
+        for (id, inlined) in self.inlined(datasets)? {
+            states.entry(id).or_default().inlined_rows = inlined.rows;
+        }
+        let options = self.read(&self.meta.target_file_sizes(), |r| r.get::<_, String>(0))?;
+        let setting = self
+            .read(
+                "SELECT value FROM duckdb_settings() WHERE name = 'ducklake_target_file_size'",
+                |r| r.get::<_, Option<String>>(0),
+            )?
+            .into_iter()
+            .flatten()
+            .next();
+        let target = merge_target(&options, setting.as_deref());
+        for (id, files, mergeable) in self.read(&self.meta.merge_plan(target), |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+            ))
+        })? {
+            if wanted.contains(&id) {
+                let state = states.entry(id).or_default();
+                state.files = files;
+                state.mergeable = mergeable.unwrap_or(0);
+            }
+        }
+        let changes = self.read(&self.meta.inline_deletion_changes(), |r| {
+            r.get::<_, String>(0)
+        })?;
+        let marked: Vec<i64> = inline_deletion_tables(&changes)
+            .intersection(&wanted)
+            .copied()
+            .collect();
+        match self.read(&self.meta.inline_deletion_counts(&marked), |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        }) {
+            Ok(counts) => {
+                for (id, n) in counts {
+                    states.entry(id).or_default().inline_deletions = n;
+                }
+            }
+            // A marker table that no longer exists (a dropped and re-created table id, or a
+            // metadata layout srdp does not know): assume markers, so DuckLake is asked.
+            Err(_) => {
+                for id in marked {
+                    states.entry(id).or_default().inline_deletions = 1;
+                }
+            }
+        }
+        Ok(CatalogPlan { states })
+    }
+
+    /// Inline deletion markers of one table now (after a flush), 0 when it has no marker table.
+    pub fn inline_deletions_of(&self, table_id: i64) -> Result<i64> {
+        match self.read(&self.meta.inline_deletion_counts(&[table_id]), |r| {
+            r.get::<_, i64>(1)
+        }) {
+            Ok(counts) => Ok(counts.first().copied().unwrap_or(0)),
+            Err(_) => Ok(0),
+        }
+    }
+}
+
+/// The status of a compaction step pair from what the plan knew and what DuckLake did.
+pub fn compact_status(
+    rows_flushed: i64,
+    markers_flushed: i64,
+    files_processed: i64,
+    auto_compact: bool,
+) -> String {
+    let base = plan::compact_status(
+        rows_flushed + markers_flushed,
+        files_processed,
+        auto_compact,
+    );
+    if markers_flushed > 0 {
+        format!("{base}; {markers_flushed} inline deletion markers written to a delete file")
+    } else {
+        base.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_duckdb_memory_settings() {
+        assert_eq!(parse_size("2000000"), Some(2_000_000));
+        assert_eq!(parse_size("512MB"), Some(512_000_000));
+        assert_eq!(parse_size("1 GiB"), Some(1 << 30));
+        assert_eq!(parse_size("1.5kb"), Some(1500));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("12 parsecs"), None);
+    }
+
+    #[test]
+    fn the_merge_target_is_the_largest_anyone_configured() {
+        assert_eq!(merge_target(&[], None), DEFAULT_TARGET_FILE_SIZE);
+        assert_eq!(
+            merge_target(&["2000000".into()], None),
+            DEFAULT_TARGET_FILE_SIZE
+        );
+        assert_eq!(
+            merge_target(&["2000000".into()], Some("1GB")),
+            1_000_000_000
+        );
+        assert_eq!(
+            merge_target(&["9000000000".into()], Some("1GB")),
+            9_000_000_000
+        );
+        assert_eq!(merge_target(&[], Some("garbage")), u64::MAX);
+    }
+
+    #[test]
+    fn inline_deletion_tables_come_from_the_change_texts() {
+        let changes = vec![
+            "inlined_delete:3".to_string(),
+            "created_table:\"main\".\"inlined_delete:9\",inserted_into_table:4,inlined_delete:12"
+                .to_string(),
+            "not a change list".to_string(),
+        ];
+        assert_eq!(inline_deletion_tables(&changes), BTreeSet::from([3, 12]));
+    }
+
+    #[test]
+    fn flush_and_merge_are_skipped_only_when_provably_idle() {
+        let idle = DatasetState {
+            files: 1,
+            mergeable: 1,
+            ..Default::default()
+        };
+        assert!(!idle.has_flush_work() && !idle.may_merge(false));
+        assert!(idle.may_merge(true));
+        let markers = DatasetState {
+            inline_deletions: 2,
+            ..idle
+        };
+        assert!(markers.has_flush_work());
+        let two_small = DatasetState {
+            mergeable: 2,
+            ..idle
+        };
+        assert!(two_small.may_merge(false));
+    }
+
+    #[test]
+    fn statuses_say_what_happened() {
+        assert_eq!(compact_status(0, 0, 0, true), "nothing to do");
+        assert_eq!(compact_status(5, 0, 0, true), "compacted");
+        assert_eq!(
+            compact_status(0, 3, 0, true),
+            "compacted; 3 inline deletion markers written to a delete file"
+        );
+        assert_eq!(
+            compact_status(0, 0, 0, false),
+            "skipped: auto_compact is false"
+        );
+    }
+}
