@@ -41,6 +41,10 @@ struct Inner {
     conn: Connection,
     /// Keyed by lower-case alias (DuckDB resolves database names case-insensitively).
     attached: BTreeMap<String, AttachSpec>,
+    /// Per alias, the latest metadata snapshot srdp saw (at attach, then at each planning
+    /// read): a flush by another connection after it may have left this instance a stale list
+    /// of inlined tables, so the planner flushes those datasets (see `maintenance::planner`).
+    seen: BTreeMap<String, i64>,
 }
 
 /// The runner connection and what srdp attached through it.
@@ -54,6 +58,7 @@ impl Runner {
             inner: Mutex::new(Inner {
                 conn,
                 attached: BTreeMap::new(),
+                seen: BTreeMap::new(),
             }),
         }
     }
@@ -79,6 +84,7 @@ impl Runner {
                 inner.preflight(spec)?;
                 inner.attach_retrying(spec)?;
                 inner.attached.insert(key, spec.clone());
+                inner.note_seen(spec);
                 Ok(AttachStatus::Attached)
             }
             (true, None) => Err(SrdpError::AliasInUse(format!(
@@ -104,6 +110,7 @@ impl Runner {
                 inner.preflight(spec)?;
                 inner.reattach(spec)?;
                 inner.attached.insert(key, spec.clone());
+                inner.note_seen(spec);
                 Ok(AttachStatus::Reattached)
             }
         }
@@ -126,7 +133,14 @@ impl Runner {
     ) -> Result<T> {
         let mut inner = self.lock();
         let spec = inner.lake(catalog, writer_for)?;
-        let result = work(&Lake::new(&inner.conn, &spec));
+        let key = spec.alias.to_lowercase();
+        let lake = Lake::new(&inner.conn, &spec).with_seen(inner.seen.get(&key).copied());
+        let result = work(&lake);
+        let seen = lake.seen();
+        drop(lake);
+        if let Some(seen) = seen {
+            inner.seen.insert(key, seen);
+        }
         match result {
             Err(SrdpError::StaleCatalog {
                 catalog,
@@ -135,10 +149,13 @@ impl Runner {
                 ..
             }) => {
                 let outcome = match inner.reattach(&spec) {
-                    Ok(()) => format!(
-                        "srdp re-attached '{}' from the definition; run the call again",
-                        spec.alias
-                    ),
+                    Ok(()) => {
+                        inner.note_seen(&spec);
+                        format!(
+                            "srdp re-attached '{}' from the definition; run the call again",
+                            spec.alias
+                        )
+                    }
                     // DuckLake's internal error on a PostgreSQL catalog invalidates the whole
                     // DuckDB database: nothing in this process can heal it.
                     Err(e) if e.to_string().contains("database has been invalidated") => format!(
@@ -177,6 +194,20 @@ impl Inner {
 
     /// The attachment to work on for `catalog`: the one under the catalog's own name if there
     /// is one, a writer when a writer is needed.
+    /// Records the catalog's latest snapshot as seen by `spec`'s fresh attachment (nothing is
+    /// cached from before it); a failed read leaves it unknown.
+    fn note_seen(&mut self, spec: &AttachSpec) {
+        let key = spec.alias.to_lowercase();
+        match Lake::new(&self.conn, spec).latest_snapshot() {
+            Ok(Some(latest)) => {
+                self.seen.insert(key, latest);
+            }
+            _ => {
+                self.seen.remove(&key);
+            }
+        }
+    }
+
     fn lake(&mut self, catalog: &str, writer_for: Option<&str>) -> Result<AttachSpec> {
         let mut candidates: Vec<AttachSpec> = self
             .live()?

@@ -197,6 +197,14 @@ impl MetadataTables {
         )
     }
 
+    /// The `changes_made` of every snapshot after `snapshot_id` that flushed inlined data.
+    pub fn inline_flushes_since(&self, snapshot_id: i64) -> String {
+        format!(
+            "SELECT changes_made FROM {} WHERE snapshot_id > {snapshot_id} AND changes_made LIKE '%inline_flush:%'",
+            self.table("ducklake_snapshot_changes")
+        )
+    }
+
     /// The `changes_made` of every snapshot that made inline deletion markers.
     pub fn inline_deletion_changes(&self) -> String {
         format!(
@@ -382,6 +390,14 @@ mod tests {
         assert_eq!(
             m.target_file_sizes(),
             "SELECT value FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_metadata\" WHERE key = 'target_file_size'"
+        );
+        assert_eq!(
+            m.latest_snapshot(),
+            "SELECT max(snapshot_id) FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_snapshot\""
+        );
+        assert_eq!(
+            m.inline_flushes_since(7),
+            "SELECT changes_made FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_snapshot_changes\" WHERE snapshot_id > 7 AND changes_made LIKE '%inline_flush:%'"
         );
         assert_eq!(
             m.inline_deletion_changes(),

@@ -133,9 +133,7 @@ fn compact_one(
         let step = lake.flush(d, "srdp_compact", done)?;
         attempts = step.attempts;
         flushed = step.value;
-        if state.inline_deletions > 0 {
-            markers = (state.inline_deletions - lake.inline_deletions_of(d.table_id)?).max(0);
-        }
+        markers = lake.markers_flushed(d.table_id, state)?;
     }
     let (mut processed, mut created, mut reapplied) = (0, 0, 0);
     if auto && state.may_merge(flushed > 0) {

@@ -22,7 +22,7 @@
 use super::selection::Selection;
 use super::{Args, Cell, Column, Shared, SrdpFunction};
 use crate::error::Result;
-use crate::maintenance::elapsed_ms;
+use crate::maintenance::{elapsed_ms, planner};
 use crate::plan;
 use duckdb::core::{LogicalTypeHandle, LogicalTypeId};
 use std::time::Instant;
@@ -106,16 +106,14 @@ impl SrdpFunction for Flush {
                 } else {
                     (0, 0)
                 };
-                let markers = if attempts > 0 && state.inline_deletions > 0 {
-                    (state.inline_deletions - lake.inline_deletions_of(d.table_id)?).max(0)
+                let markers = if attempts > 0 {
+                    lake.markers_flushed(d.table_id, state)?
                 } else {
                     0
                 };
                 let mut status = plan::flush_status(flushed + markers, auto).to_string();
                 if markers > 0 {
-                    status.push_str(&format!(
-                        "; {markers} inline deletion markers written to a delete file"
-                    ));
+                    status.push_str(&format!("; {}", planner::markers_note(markers)));
                 }
                 rows.push(row(
                     &b.sel.catalog,

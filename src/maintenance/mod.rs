@@ -24,6 +24,9 @@ pub struct Lake<'a> {
     conn: &'a Connection,
     spec: &'a AttachSpec,
     meta: MetadataTables,
+    /// The latest metadata snapshot srdp's last planning read of this attachment saw (`None`:
+    /// unknown); the runner keeps it between calls.
+    seen: std::cell::Cell<Option<i64>>,
 }
 
 /// Inlined insertion records of one dataset.
@@ -57,7 +60,28 @@ impl<'a> Lake<'a> {
             conn,
             spec,
             meta: MetadataTables::new(&spec.alias, &spec.metadata_schema),
+            seen: std::cell::Cell::new(None),
         }
+    }
+
+    /// This lake with the snapshot srdp saw last (see [`Lake::seen`]).
+    pub fn with_seen(self, seen: Option<i64>) -> Self {
+        self.seen.set(seen);
+        self
+    }
+
+    /// The latest metadata snapshot the last planning read saw.
+    pub fn seen(&self) -> Option<i64> {
+        self.seen.get()
+    }
+
+    /// The catalog's latest snapshot id now.
+    pub fn latest_snapshot(&self) -> Result<Option<i64>> {
+        Ok(self
+            .read(&self.meta.latest_snapshot(), |r| r.get::<_, Option<i64>>(0))?
+            .into_iter()
+            .flatten()
+            .next())
     }
 
     fn read<T>(

@@ -31,12 +31,21 @@ pub struct DatasetState {
     pub inlined_rows: i64,
     /// Inline deletion markers against Parquet files.
     pub inline_deletions: i64,
+    /// The markers could not be counted (DuckLake is asked to flush).
+    pub markers_unknown: bool,
+    /// Another connection flushed the dataset since srdp last read the catalog: this DuckDB
+    /// instance may hold a stale list of its inlined tables (duckdb/ducklake#1305), and only a
+    /// flush call finds out (and srdp then re-attaches), so it is called.
+    pub flushed_elsewhere: bool,
 }
 
 impl DatasetState {
     /// Whether a flush may do anything.
     pub fn has_flush_work(&self) -> bool {
-        self.inlined_rows > 0 || self.inline_deletions > 0
+        self.inlined_rows > 0
+            || self.inline_deletions > 0
+            || self.markers_unknown
+            || self.flushed_elsewhere
     }
 
     /// Whether a merge may do anything, after a flush that wrote (or not) new files.
@@ -60,11 +69,16 @@ impl CatalogPlan {
 
 /// Table ids named by `inlined_delete:<id>` entries of DuckLake's `changes_made` texts.
 pub fn inline_deletion_tables(changes: &[String]) -> BTreeSet<i64> {
+    tables_changed(changes, "inlined_delete")
+}
+
+/// Table ids named by `<kind>:<id>` entries of DuckLake's `changes_made` texts.
+pub fn tables_changed(changes: &[String], kind: &str) -> BTreeSet<i64> {
     changes
         .iter()
         .filter_map(|text| crate::audit::parse_changes(text).ok())
         .flatten()
-        .filter(|c| c.kind == "inlined_delete")
+        .filter(|c| c.kind == kind)
         .filter_map(|c| match c.target {
             crate::audit::Target::Id(id) => Some(id),
             crate::audit::Target::Names(_) => None,
@@ -108,8 +122,9 @@ pub fn merge_target(options: &[String], setting: Option<&str>) -> u64 {
 }
 
 impl Lake<'_> {
-    /// The planning read for `datasets`: inlined rows, inline deletion markers, live files and
-    /// mergeable groups, in five metadata queries whatever the number of datasets.
+    /// The planning read for `datasets`: inlined rows, inline deletion markers, live files,
+    /// mergeable groups and the datasets other connections flushed since the last call, in a
+    /// handful of metadata queries whatever the number of datasets.
     pub fn plan(&self, datasets: &[Dataset]) -> Result<CatalogPlan> {
         let wanted: BTreeSet<i64> = datasets.iter().map(|d| d.table_id).collect();
         let mut states: BTreeMap<i64, DatasetState> = BTreeMap::new();
@@ -146,33 +161,77 @@ impl Lake<'_> {
             .intersection(&wanted)
             .copied()
             .collect();
-        match self.read(&self.meta.inline_deletion_counts(&marked), |r| {
+        // `inlined_delete` also names deletes of inlined rows, which make no marker table: when
+        // one query over all the tables fails, each is counted alone (a missing table holds no
+        // marker; any other failure counts as markers of unknown number, so DuckLake is asked).
+        let counts = match self.read(&self.meta.inline_deletion_counts(&marked), |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
         }) {
-            Ok(counts) => {
-                for (id, n) in counts {
-                    states.entry(id).or_default().inline_deletions = n;
+            Ok(counts) => counts,
+            Err(_) => marked
+                .iter()
+                .map(|&id| {
+                    (
+                        id,
+                        self.inline_deletions_of(id).unwrap_or(None).unwrap_or(-1),
+                    )
+                })
+                .collect(),
+        };
+        for (id, n) in counts {
+            let state = states.entry(id).or_default();
+            if n < 0 {
+                state.markers_unknown = true;
+            } else {
+                state.inline_deletions = n;
+            }
+        }
+        let latest = self
+            .read(&self.meta.latest_snapshot(), |r| r.get::<_, Option<i64>>(0))?
+            .into_iter()
+            .flatten()
+            .next();
+        if let (Some(seen), Some(latest)) = (self.seen.get(), latest) {
+            if latest > seen {
+                let since = self.read(&self.meta.inline_flushes_since(seen), |r| {
+                    r.get::<_, String>(0)
+                })?;
+                for id in tables_changed(&since, "inline_flush").intersection(&wanted) {
+                    states.entry(*id).or_default().flushed_elsewhere = true;
                 }
             }
-            // A marker table that no longer exists (a dropped and re-created table id, or a
-            // metadata layout srdp does not know): assume markers, so DuckLake is asked.
-            Err(_) => {
-                for id in marked {
-                    states.entry(id).or_default().inline_deletions = 1;
-                }
-            }
+        }
+        if latest.is_some() {
+            self.seen.set(latest);
         }
         Ok(CatalogPlan { states })
     }
 
-    /// Inline deletion markers of one table now (after a flush), 0 when it has no marker table.
-    pub fn inline_deletions_of(&self, table_id: i64) -> Result<i64> {
+    /// Inline deletion markers of one table now: 0 when it has no marker table, `None` when
+    /// they cannot be counted.
+    pub fn inline_deletions_of(&self, table_id: i64) -> Result<Option<i64>> {
         match self.read(&self.meta.inline_deletion_counts(&[table_id]), |r| {
             r.get::<_, i64>(1)
         }) {
-            Ok(counts) => Ok(counts.first().copied().unwrap_or(0)),
-            Err(_) => Ok(0),
+            Ok(counts) => Ok(Some(counts.first().copied().unwrap_or(0))),
+            Err(crate::error::SrdpError::DuckDb { message, .. })
+                if message.contains("does not exist") =>
+            {
+                Ok(Some(0))
+            }
+            Err(_) => Ok(None),
         }
+    }
+
+    /// Markers a flush of `state`'s dataset wrote to a delete file: how many were counted before
+    /// minus how many are left (0 when either count is unknown).
+    pub fn markers_flushed(&self, table_id: i64, state: DatasetState) -> Result<i64> {
+        if state.inline_deletions == 0 || state.markers_unknown {
+            return Ok(0);
+        }
+        Ok(self
+            .inline_deletions_of(table_id)?
+            .map_or(0, |left| (state.inline_deletions - left).max(0)))
     }
 }
 
@@ -189,10 +248,16 @@ pub fn compact_status(
         auto_compact,
     );
     if markers_flushed > 0 {
-        format!("{base}; {markers_flushed} inline deletion markers written to a delete file")
+        format!("{base}; {}", markers_note(markers_flushed))
     } else {
         base.to_string()
     }
+}
+
+/// `1 inline deletion marker written to a delete file` (plural from 2 on).
+pub fn markers_note(markers: i64) -> String {
+    let plural = if markers == 1 { "" } else { "s" };
+    format!("{markers} inline deletion marker{plural} written to a delete file")
 }
 
 #[cfg(test)]
@@ -266,6 +331,10 @@ mod tests {
         assert_eq!(
             compact_status(0, 3, 0, true),
             "compacted; 3 inline deletion markers written to a delete file"
+        );
+        assert_eq!(
+            compact_status(2, 1, 0, true),
+            "compacted; 1 inline deletion marker written to a delete file"
         );
         assert_eq!(
             compact_status(0, 0, 0, false),

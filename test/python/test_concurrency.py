@@ -222,8 +222,9 @@ def check_calls(calls: list[dict], name: str) -> list[dict]:
             assert len(call["rows"]) == 1, call
             row = call["rows"][0]
             assert (row["catalog"], row["schema_name"], row["table_name"]) == ("lake", "main", "e"), call
-            assert int(row["attempts"]) >= 1, call
             flushed, processed, created = (int(row[k]) for k in ("rows_flushed", "files_processed", "files_created"))
+            # 0 attempts: the plan proved both steps idle and srdp called nothing.
+            assert int(row["attempts"]) >= (1 if flushed or processed else 0), call
             # Whole batches only: a flush writes every committed inlined batch, never a part of one.
             assert flushed >= 0 and flushed % ROWS_PER_BATCH == 0, call
             # A merge of n files creates at least one and fewer than n; no merge creates none.

@@ -165,6 +165,7 @@ def test_the_audit_names_each_writer_and_flags_the_foreign_write(tmp_path: Path)
     assert labels[io_snapshot] == ("io_manager", f"dagster run {result.run_id} asset daily (whole table)")
     assert labels[foreign] == (None, None)
     assert labels[merge] == ("srdp", "srdp_compact: merge curated.orders_clean")
+    assert labels[flush] == ("srdp", "srdp_compact: flush analytics.daily")
     assert [s for s, *_ in recorded] == [*dbt_snapshots, io_snapshot, foreign, flush, merge]
 
     ok = (True, None)
@@ -178,8 +179,8 @@ def test_the_audit_names_each_writer_and_flags_the_foreign_write(tmp_path: Path)
         (io_snapshot, *labels[io_snapshot], "analytics", "daily", "created", "io_manager", *ok),
         (io_snapshot, *labels[io_snapshot], "analytics", "daily", "inserted", "io_manager", *ok),
         (foreign, None, None, "analytics", "daily", "inserted", "io_manager", *unknown),
-        (flush, None, None, "analytics", "daily", "flushed", "io_manager", True,
-         "maintenance without a commit author; the rows are unchanged"),
+        (flush, "srdp", "srdp_compact: flush analytics.daily", "analytics", "daily", "flushed", "io_manager", True,
+         "srdp maintenance; the rows are unchanged"),
         (merge, *labels[merge], "curated", "orders_clean", "compacted", "dbt", True,
          "srdp maintenance; the rows are unchanged"),
         (None, None, None, "main", None, "schema not in srdp.toml", None, False,
