@@ -95,6 +95,7 @@ bench: postgres release
 	$(PY) bench/bench.py
 	$(PY) bench/bench_pg.py
 	$(PY) bench/bench_io.py
+	$(PY) bench/bench_steady.py
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:
