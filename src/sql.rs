@@ -171,10 +171,15 @@ impl MetadataTables {
     /// partition (`partition_id` and partition values). DuckLake's merge needs two such files in
     /// one group (it also splits groups by schema version and leaves out files with deletes,
     /// which only makes its groups smaller), so `mergeable < 2` proves it has nothing to merge.
-    pub fn merge_plan(&self, target_bytes: u64) -> String {
+    /// `tables`: only these table ids (a call on a few datasets reads only their files).
+    pub fn merge_plan(&self, target_bytes: u64, tables: Option<&[i64]>) -> String {
+        let only = tables.map_or(String::new(), |ids| {
+            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+            format!(" AND table_id IN ({})", ids.join(", "))
+        });
         format!(
             "WITH live AS (SELECT table_id, data_file_id, partition_id, file_size_bytes FROM {} \
-             WHERE end_snapshot IS NULL), \
+             WHERE end_snapshot IS NULL{only}), \
              parts AS (SELECT p.data_file_id, string_agg(coalesce(p.partition_value, chr(0)), chr(31) \
              ORDER BY p.partition_key_index) AS vals FROM {} p JOIN live USING (data_file_id) \
              GROUP BY p.data_file_id), \
@@ -404,7 +409,7 @@ mod tests {
             "SELECT changes_made FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_snapshot_changes\" WHERE changes_made LIKE '%inlined_delete:%'"
         );
         assert_eq!(
-            m.merge_plan(100),
+            m.merge_plan(100, None),
             "WITH live AS (SELECT table_id, data_file_id, partition_id, file_size_bytes FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" \
              WHERE end_snapshot IS NULL), \
              parts AS (SELECT p.data_file_id, string_agg(coalesce(p.partition_value, chr(0)), chr(31) \
@@ -416,6 +421,9 @@ mod tests {
              GROUP BY live.table_id, live.partition_id, parts.vals) \
              SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT FROM groups GROUP BY table_id"
         );
+        assert!(m
+            .merge_plan(100, Some(&[3, 5]))
+            .contains("WHERE end_snapshot IS NULL AND table_id IN (3, 5)), "));
         assert_eq!(
             MetadataTables::new("l", "meta").live_files_of(3),
             "SELECT count(*)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" WHERE table_id = 3 AND end_snapshot IS NULL"

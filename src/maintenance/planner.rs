@@ -17,6 +17,9 @@ use crate::error::Result;
 use crate::plan::{self, Dataset};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Up to this many selected datasets, the planning read names their table ids.
+const FEW_DATASETS: usize = 64;
+
 /// DuckLake 1.0's default `target_file_size` (`DuckLakeCatalog::DEFAULT_TARGET_FILE_SIZE`).
 pub const DEFAULT_TARGET_FILE_SIZE: u64 = 1 << 29;
 
@@ -141,7 +144,10 @@ impl Lake<'_> {
             .flatten()
             .next();
         let target = merge_target(&options, setting.as_deref());
-        for (id, files, mergeable) in self.read(&self.meta.merge_plan(target), |r| {
+        // A call on a few datasets (the Dagster job's one dataset per step) reads their files only.
+        let ids: Vec<i64> = wanted.iter().copied().collect();
+        let only = (ids.len() <= FEW_DATASETS).then_some(ids.as_slice());
+        for (id, files, mergeable) in self.read(&self.meta.merge_plan(target, only), |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, i64>(1)?,
