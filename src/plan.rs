@@ -136,6 +136,13 @@ fn is_stale_inlined(lower: &str) -> bool {
     {
         return true;
     }
+    // The same, when the flush runs in srdp's explicit transaction: DuckLake's clean-up of the
+    // flushed inlined table is the statement that reports the aborted transaction.
+    if lower.contains("failed to delete flushed inlined data")
+        && lower.contains("current transaction is aborted")
+    {
+        return true;
+    }
     let Some(at) = lower.find("ducklake_inlined_data_") else {
         return false;
     };
@@ -358,6 +365,7 @@ mod tests {
         let stale = [
             "Catalog Error: Failed to read inlined data from DuckLake: Table with name ducklake_inlined_data_1_1 does not exist!\nDid you mean \"ducklake_inlined_data_1_2\"?",
             "Invalid Error: Failed to prepare COPY \"COPY (SELECT ...)\": ERROR:  relation \"public.ducklake_inlined_data_12_3\" does not exist",
+            "TransactionContext Error: Failed to delete flushed inlined data in DuckLake from table ducklake_inlined_data_1_2: Current transaction is aborted (please ROLLBACK)",
         ];
         for m in stale {
             assert_eq!(classify(m), Failure::StaleInlinedTable, "{m}");

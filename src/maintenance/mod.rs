@@ -75,6 +75,25 @@ impl<'a> Lake<'a> {
         self.seen.get()
     }
 
+    /// After a step of srdp's own committed: when its snapshot directly follows the one srdp saw
+    /// last, nobody else committed in between, so srdp's view moves past its own flush (the
+    /// next call then does not mistake it for another connection's; see the planner).
+    fn advance_seen_past_own_commit(&self) {
+        let query = format!(
+            "SELECT id::BIGINT FROM {}.last_committed_snapshot()",
+            Ident::new(&self.spec.alias)
+        );
+        let committed = self
+            .read(&query, |r| r.get::<_, Option<i64>>(0))
+            .ok()
+            .and_then(|rows| rows.into_iter().flatten().next());
+        if let (Some(seen), Some(committed)) = (self.seen.get(), committed) {
+            if committed == seen + 1 {
+                self.seen.set(Some(committed));
+            }
+        }
+    }
+
     /// The catalog's latest snapshot id now.
     pub fn latest_snapshot(&self) -> Result<Option<i64>> {
         Ok(self
@@ -193,10 +212,13 @@ impl<'a> Lake<'a> {
             };
             let message = match outcome {
                 Ok(value) => {
+                    if matches!(mode, StepMode::BoundInOneTransaction(_)) {
+                        self.advance_seen_past_own_commit();
+                    }
                     return Ok(Stepped {
                         value,
                         attempts: attempt,
-                    })
+                    });
                 }
                 Err(e) => crate::redact::redact(&e.to_string()),
             };

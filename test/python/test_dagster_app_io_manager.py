@@ -45,15 +45,17 @@ BEFORE = {("main", "a"): (3, 15), ("main", "b"): (0, 15), ("main", "c"): (2, 0),
 
 # The log line of each dataset's step, up to the milliseconds srdp reports (checked against the
 # output's duration_ms). "files x -> y": live files after the flush, then after the merge.
+# "attempts 0": srdp's plan proved the step idle and it called nothing (main.b's one file after
+# the flush cannot merge; main.c has nothing inlined; other.d has nothing at all).
 LINES = {
     "lake__main__a": "srdp: lake.main.a: compacted; 15 inlined rows, 15 flushed, files 4 -> 1 (4 merged into 1), "
     "attempts flush 1 / compact 1",
     "lake__main__b": "srdp: lake.main.b: flushed; 15 inlined rows, 15 flushed, files 1 -> 1 (none merged), "
-    "attempts flush 1 / compact 1",
+    "attempts flush 1 / compact 0",
     "lake__main__c": "srdp: lake.main.c: compacted; 0 inlined rows, 0 flushed, files 2 -> 1 (2 merged into 1), "
-    "attempts flush 1 / compact 1",
+    "attempts flush 0 / compact 1",
     "lake__other__d": "srdp: lake.other.d: nothing to do; 0 inlined rows, 0 flushed, files 1 -> 1 (none merged), "
-    "attempts flush 1 / compact 1",
+    "attempts flush 0 / compact 0",
 }
 STATUS = {
     "lake__main__a": "compacted",
@@ -269,7 +271,7 @@ def test_maintenance_and_monitor_in_process_never_reach_the_application_io_manag
     assert {key: meta["status"] for key, meta in metadata.items()} == dict.fromkeys(LINES, "nothing to do")
     assert lines == [
         f"srdp: lake.{key.split('__')[1]}.{key.split('__')[2]}: nothing to do; 0 inlined rows, 0 flushed, "
-        f"files 1 -> 1 (none merged), attempts flush 1 / compact 1, {metadata[key]['duration_ms']} ms"
+        f"files 1 -> 1 (none merged), attempts flush 0 / compact 0, {metadata[key]['duration_ms']} ms"
         for key in LINES
     ]
     assert recorded(record) == [["handle_output", "app_numbers", "result"]]
