@@ -43,7 +43,7 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
         ["lake", "analytics", "order_revenue", "3", "3", "1", "1", "1", "flushed"],
         ["lake", "analytics", "orders", "4", "4", "1", "1", "1", "flushed"],
         ["lake", "raw", "events", "100", "100", "2", "1", "1", "compacted"],
-        ["lake", "raw", "users", "0", "0", "1", "1", "1", "nothing", "to", "do"],
+        ["lake", "raw", "users", "0", "0", "1", "1", "0", "nothing", "to", "do"],  # 0: no DuckLake call needed
     ]
     # An independent reader sees exactly what the IO manager wrote.
     import srdp
