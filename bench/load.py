@@ -411,7 +411,7 @@ def call_attempts(call: dict) -> int | None:
 def call_retries(call: dict) -> int:
     """Sum over the call's datasets of attempts - 1 (a failed call: its failing step's)."""
     if "rows" in call:
-        return sum(int(r["attempts"]) - 1 for r in call["rows"])
+        return sum(max(int(r["attempts"]) - 1, 0) for r in call["rows"])  # 0 attempts: nothing called
     return max((call_attempts(call) or 1) - 1, 0)
 
 
