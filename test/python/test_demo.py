@@ -37,13 +37,14 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     ]
     counts = [line.split("rows ")[1].split()[0] for line in tail.splitlines() if line.startswith("  lake.analytics.")]
     assert counts == ["4", "3", "2", "2"]
+    # attempts (the compact step's): 0 where srdp's plan found nothing to merge and called nothing.
     result_rows = [line.split() for line in tail.splitlines() if line.startswith("lake ")]
     assert result_rows == [
-        ["lake", "analytics", "daily_orders", "4", "4", "1", "1", "1", "flushed"],
-        ["lake", "analytics", "order_revenue", "3", "3", "1", "1", "1", "flushed"],
-        ["lake", "analytics", "orders", "4", "4", "1", "1", "1", "flushed"],
+        ["lake", "analytics", "daily_orders", "4", "4", "1", "1", "0", "flushed"],
+        ["lake", "analytics", "order_revenue", "3", "3", "1", "1", "0", "flushed"],
+        ["lake", "analytics", "orders", "4", "4", "1", "1", "0", "flushed"],
         ["lake", "raw", "events", "100", "100", "2", "1", "1", "compacted"],
-        ["lake", "raw", "users", "0", "0", "1", "1", "0", "nothing", "to", "do"],  # 0: no DuckLake call needed
+        ["lake", "raw", "users", "0", "0", "1", "1", "0", "nothing", "to", "do"],
     ]
     # An independent reader sees exactly what the IO manager wrote.
     import srdp
