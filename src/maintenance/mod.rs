@@ -265,6 +265,16 @@ impl<'a> Lake<'a> {
         }
     }
 
+    /// The `CALL ... set_commit_message` that labels a maintenance step's snapshot with srdp's
+    /// author and `message`.
+    fn label(&self, message: &str) -> String {
+        sql::set_commit_message(
+            &Ident::new(&self.spec.alias),
+            &Literal::new(crate::audit::MAINTENANCE_AUTHOR),
+            &Literal::new(message),
+        )
+    }
+
     /// Flushes one dataset's inlined rows; returns the physical rows flushed.
     ///
     /// Bound and executed in one transaction labelled `<caller>: flush <dataset>`: on an
@@ -277,11 +287,7 @@ impl<'a> Lake<'a> {
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        let label = sql::set_commit_message(
-            &Ident::new(&self.spec.alias),
-            &Literal::new(crate::audit::MAINTENANCE_AUTHOR),
-            &Literal::new(&format!("{caller}: flush {}", dataset.name())),
-        );
+        let label = self.label(&format!("{caller}: flush {}", dataset.name()));
         self.step(
             dataset,
             "flush",
@@ -299,11 +305,7 @@ impl<'a> Lake<'a> {
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        let label = sql::set_commit_message(
-            &Ident::new(&self.spec.alias),
-            &Literal::new(crate::audit::MAINTENANCE_AUTHOR),
-            &Literal::new(&format!("srdp_compact: merge {}", dataset.name())),
-        );
+        let label = self.label(&format!("srdp_compact: merge {}", dataset.name()));
         self.step(
             dataset,
             "merge",

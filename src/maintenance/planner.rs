@@ -192,11 +192,7 @@ impl Lake<'_> {
                 state.inline_deletions = n;
             }
         }
-        let latest = self
-            .read(&self.meta.latest_snapshot(), |r| r.get::<_, Option<i64>>(0))?
-            .into_iter()
-            .flatten()
-            .next();
+        let latest = self.latest_snapshot()?;
         if let (Some(seen), Some(latest)) = (self.seen.get(), latest) {
             if latest > seen {
                 let since = self.read(&self.meta.inline_flushes_since(seen), |r| {
