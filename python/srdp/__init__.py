@@ -17,19 +17,22 @@ from typing import Any
 
 import duckdb
 
+from srdp import install as _install
+from srdp.install import find_extension
+
 __all__ = ["call", "connect", "extension_path", "extension_directory", "duckdb_config"]
 
-_REPO = Path(__file__).resolve().parents[2]
-
-
 def extension_path() -> Path:
-    """The srdp extension file: ``$SRDP_EXTENSION`` or the repo's release build."""
-    return Path(os.environ.get("SRDP_EXTENSION") or _REPO / "build" / "release" / "srdp.duckdb_extension")
+    """The srdp extension file: ``$SRDP_EXTENSION``, the wheel's file, or the checkout's release
+    build (:func:`srdp.install.find_extension`)."""
+    return find_extension().path
 
 
 def extension_directory() -> Path:
-    """DuckDB's extension directory: ``$SRDP_EXTENSION_DIR`` or the repo-local one."""
-    return Path(os.environ.get("SRDP_EXTENSION_DIR") or _REPO / ".duckdb" / "extensions")
+    """DuckDB's extension directory: ``$SRDP_EXTENSION_DIR``, the checkout's ``.duckdb/extensions``
+    or a per-user cache folder of this environment, filled from the extension wheels on first use
+    (:mod:`srdp.install`)."""
+    return _install.extension_directory()
 
 
 def duckdb_config() -> dict[str, str]:
@@ -46,7 +49,7 @@ def connect(database: str = ":memory:", config: str | os.PathLike | None = None)
     """Opens DuckDB 1.5.5 with srdp loaded; ``config`` sets ``srdp_config`` for this connection."""
     path = extension_path()
     if not path.is_file():
-        raise FileNotFoundError(f"srdp extension not found at {path}; run `make release` or set SRDP_EXTENSION")
+        raise FileNotFoundError(_install.not_found_message(path))
     settings: dict[str, str | bool | int | float | list[str]] = {**duckdb_config()}
     con = duckdb.connect(database, config=settings)
     con.execute(f"LOAD '{_literal(str(path))}'")
