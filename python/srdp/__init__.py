@@ -37,12 +37,7 @@ def extension_directory() -> Path:
 
 def duckdb_config() -> dict[str, str]:
     """Connection options every srdp user needs: unsigned srdp, local extensions, no downloads."""
-    return {
-        "allow_unsigned_extensions": "true",
-        "extension_directory": str(extension_directory()),
-        "autoinstall_known_extensions": "false",
-        "autoload_known_extensions": "true",
-    }
+    return _install.duckdb_settings(extension_directory())
 
 
 def connect(database: str = ":memory:", config: str | os.PathLike | None = None) -> duckdb.DuckDBPyConnection:

@@ -4,6 +4,11 @@ Commands:
 
 * ``dbt-profile --config srdp.toml [--target dev] [--profile srdp] [--schema S]``: prints the
   dbt-duckdb profiles.yml that points dbt at srdp (:mod:`srdp.dbt.profile`).
+* ``extension-path``: prints the srdp extension file this environment loads (:mod:`srdp.install`).
+* ``dbt-package-path``: prints the folder of srdp's dbt package, for a dbt project's
+  ``packages.yml`` (``- local: <path>``).
+* ``doctor [--config srdp.toml] [--role writer|reader]``: checks versions, extension,
+  extension directory, definition and each catalog's attach (:mod:`srdp.doctor`).
 
 A command is a function ``(args) -> int`` registered by an ``_add_<command>`` function in
 :func:`parser`; errors a command expects are printed as ``srdp <command>: <message>`` with exit
@@ -28,6 +33,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m srdp", description="srdp command line")
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
     _add_dbt_profile(commands)
+    _add_extension_path(commands)
+    _add_dbt_package_path(commands)
+    _add_doctor(commands)
     return top
 
 
@@ -66,4 +74,72 @@ def _dbt_profile(args: argparse.Namespace) -> int:
     except (DbtProfileError, duckdb.Error) as error:
         raise CommandError(str(error)) from error
     sys.stdout.write(text)
+    return 0
+
+
+def _add_extension_path(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "extension-path",
+        help="print the srdp extension file this environment loads",
+        description="Prints the absolute path of the srdp extension file srdp.connect() loads: "
+        "$SRDP_EXTENSION, else the file shipped in srdp's wheel, else a checkout's release build. "
+        "Fails when that file does not exist.",
+    )
+    command.set_defaults(run=_extension_path)
+
+
+def _extension_path(args: argparse.Namespace) -> int:
+    from srdp.install import find_extension, not_found_message
+
+    location = find_extension()
+    if not location.path.is_file():
+        raise CommandError(not_found_message(location.path))
+    print(location.path.resolve())
+    return 0
+
+
+def _add_dbt_package_path(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "dbt-package-path",
+        help="print the folder of srdp's dbt package (packages.yml: `- local: <path>`)",
+        description="Prints the absolute path of srdp's dbt package (dbt_project.yml, macros/): "
+        "the copy in srdp's wheel, or a checkout's dbt/ folder.",
+    )
+    command.set_defaults(run=_dbt_package_path)
+
+
+def _dbt_package_path(args: argparse.Namespace) -> int:
+    from srdp.install import dbt_package_path
+
+    path = dbt_package_path()
+    if not (path / "dbt_project.yml").is_file():
+        raise CommandError(f"srdp's dbt package not found at {path}")
+    print(path.resolve())
+    return 0
+
+
+def _add_doctor(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "doctor",
+        help="check that this environment can use srdp with a definition file",
+        description="Prints the versions, then one line per check: the extension directory, the "
+        "extension file (found, loads), the definition file and its catalogs, and each catalog's "
+        "attach as writer and as reader (a writer's attach creates a lake that does not exist "
+        "yet). Exit status 0 when every check passes, 1 otherwise.",
+    )
+    command.add_argument("--config", type=Path, help="srdp.toml (default: $SRDP_CONFIG or ./srdp.toml)")
+    command.add_argument(
+        "--role", choices=["writer", "reader"], action="append",
+        help="check only this role's attach (repeatable; default: writer, then reader)",
+    )
+    command.set_defaults(run=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from srdp.doctor import ROLES, report
+
+    failed, total = report(args.config, tuple(args.role or ROLES), lambda line: print(line, flush=True))
+    if failed:
+        raise CommandError(f"{failed} of {total} checks failed")
+    print(f"all {total} checks passed")
     return 0

@@ -38,6 +38,7 @@ __all__ = [
     "ExtensionLocation",
     "checkout_root",
     "dbt_package_path",
+    "duckdb_settings",
     "extension_directory",
     "extension_directory_source",
     "find_extension",
@@ -133,6 +134,17 @@ def extension_directory() -> Path:
 
         ensure_installed(directory)
     return directory
+
+
+def duckdb_settings(directory: Path) -> dict[str, str]:
+    """Connection options every srdp user needs: unsigned srdp, extensions from ``directory``,
+    no downloads."""
+    return {
+        "allow_unsigned_extensions": "true",
+        "extension_directory": str(directory),
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "true",
+    }
 
 
 def dbt_package_path(package: Path = _PACKAGE) -> Path:
