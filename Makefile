@@ -2,7 +2,7 @@
 #   make demo   configure, build, and run the demo on examples/srdp.toml
 #   make test   configure, build, lint, unit tests, SQL tests, Python tests
 .PHONY: all configure python-env debug release test test_release test_debug lint unit sqltest pytest \
-        demo bench clean clean_all postgres
+        demo bench clean clean_all postgres dist
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -60,6 +60,13 @@ release: python-env
 debug: python-env
 	SRDP_EXTENSION_VERSION=$(EXT_VERSION) cargo build
 	$(call package,debug)
+
+# --- distribution ---------------------------------------------------------------------------
+# The platform wheel build/dist/srdp-<version>-py3-none-<platform>.whl (Python package, extension,
+# dbt package) and the extension repository build/repository/v1.5.5/<platform>/srdp.duckdb_extension[.gz]
+# (INSTALL srdp FROM 'file://$(CURDIR)/build/repository'). Offline: the venv's setuptools, no index.
+dist: release
+	$(PY) scripts/dist.py
 
 # --- tests ----------------------------------------------------------------------------------
 test: test_release
