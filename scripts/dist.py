@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import duckdb
@@ -92,8 +93,22 @@ def stage(extension: Path, staging: Path) -> None:
             shutil.copy2(file, dest)
 
 
+def check_setuptools() -> None:
+    """The venv's setuptools builds the wheel (no build isolation: nothing is downloaded)."""
+    try:
+        version = metadata.version("setuptools")
+    except metadata.PackageNotFoundError:
+        version = None
+    if version is None or tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (70, 1):
+        raise DistError(
+            f"setuptools>=70.1 is needed in {sys.prefix} to build the wheel offline (found: {version}); "
+            f"{sys.executable} -m pip install 'setuptools>=70.1'"
+        )
+
+
 def build_wheel(extension: Path, wheel_dir: Path) -> Path:
     """The platform wheel, built from a staging copy of ``python/`` and checked for its extras."""
+    check_setuptools()
     staging = wheel_dir / ".staging"
     stage(extension, staging)
     wheel_dir.mkdir(parents=True, exist_ok=True)
