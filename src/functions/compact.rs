@@ -134,21 +134,35 @@ fn compact_one(
         attempts = step.attempts;
         flushed = step.value;
         markers = lake.markers_flushed(d.table_id, state)?;
+        if flushed > 0 || markers > 0 {
+            lake.committed_one();
+        }
     }
     let (mut processed, mut created, mut reapplied) = (0, 0, 0);
+    let mut merged_from = None;
     if auto && state.may_merge(flushed > 0) {
-        let starts = lake.file_row_starts(d)?;
+        let (live, starts) = lake.file_row_starts(d)?;
         let merged = lake.merge(d, done)?;
         attempts = attempts.max(merged.attempts);
         (processed, created) = merged.value;
         if processed > 0 {
-            reapplied = lake.reapply_lost_deletes(d, &starts, done)?;
+            lake.committed_one();
         }
+        merged_from = Some((live, starts));
     }
-    let files_after = if attempts > 0 {
-        lake.files(d)?
-    } else {
+    // Nobody else committed since the plan: the file count follows from what srdp did, and no
+    // delete can have been lost to the merge. Otherwise both are read.
+    let files_after = if attempts == 0 {
         state.files
+    } else if lake.settle()? {
+        merged_from
+            .as_ref()
+            .map_or(state.files, |(live, _)| live - processed + created)
+    } else {
+        if let (Some((_, starts)), true) = (&merged_from, processed > 0) {
+            reapplied = lake.reapply_lost_deletes(d, starts, done)?;
+        }
+        lake.files(d)?
     };
     let mut status = planner::compact_status(flushed, markers, processed, auto);
     if reapplied > 0 {

@@ -94,6 +94,7 @@ impl SrdpFunction for Flush {
                 }
                 return Ok(rows);
             }
+            let mut committed = false;
             for d in &datasets {
                 let start = Instant::now();
                 let auto = plan::auto_compact(&options, d);
@@ -111,6 +112,10 @@ impl SrdpFunction for Flush {
                 } else {
                     0
                 };
+                if flushed > 0 || markers > 0 {
+                    lake.committed_one();
+                    committed = true;
+                }
                 let mut status = plan::flush_status(flushed + markers, auto).to_string();
                 if markers > 0 {
                     status.push_str(&format!("; {}", planner::markers_note(markers)));
@@ -124,6 +129,10 @@ impl SrdpFunction for Flush {
                     &status,
                 ));
                 done.push(d.name());
+            }
+            // One read moves srdp's view past its own flushes (see `Lake::settle`).
+            if committed {
+                lake.settle()?;
             }
             Ok(rows)
         })

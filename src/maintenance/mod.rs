@@ -27,6 +27,8 @@ pub struct Lake<'a> {
     /// The latest metadata snapshot srdp's last planning read of this attachment saw (`None`:
     /// unknown); the runner keeps it between calls.
     seen: std::cell::Cell<Option<i64>>,
+    /// Snapshots srdp's own steps certainly committed since `seen` (see [`Lake::settle`]).
+    own: std::cell::Cell<i64>,
 }
 
 /// Inlined insertion records of one dataset.
@@ -61,6 +63,7 @@ impl<'a> Lake<'a> {
             spec,
             meta: MetadataTables::new(&spec.alias, &spec.metadata_schema),
             seen: std::cell::Cell::new(None),
+            own: std::cell::Cell::new(0),
         }
     }
 
@@ -75,22 +78,26 @@ impl<'a> Lake<'a> {
         self.seen.get()
     }
 
-    /// After a step of srdp's own committed: when its snapshot directly follows the one srdp saw
-    /// last, nobody else committed in between, so srdp's view moves past its own flush (the
-    /// next call then does not mistake it for another connection's; see the planner).
-    fn advance_seen_past_own_commit(&self) {
-        let query = format!(
-            "SELECT id::BIGINT FROM {}.last_committed_snapshot()",
-            Ident::new(&self.spec.alias)
-        );
-        let committed = self
-            .read(&query, |r| r.get::<_, Option<i64>>(0))
-            .ok()
-            .and_then(|rows| rows.into_iter().flatten().next());
-        if let (Some(seen), Some(committed)) = (self.seen.get(), committed) {
-            if committed == seen + 1 {
-                self.seen.set(Some(committed));
+    /// Records that a step of srdp's own certainly committed one snapshot (a flush that wrote
+    /// rows or markers, a merge that processed files). Count only certain ones: an uncounted
+    /// snapshot only makes [`Lake::settle`] cautious, a counted one that was not made could hide
+    /// another connection's.
+    pub fn committed_one(&self) {
+        self.own.set(self.own.get() + 1);
+    }
+
+    /// After srdp's steps on a dataset: whether every snapshot committed since `seen` is one of
+    /// srdp's own (then nobody else wrote in between, and srdp's view moves past its own commits,
+    /// so the next call does not mistake them for another connection's). One metadata read.
+    pub fn settle(&self) -> Result<bool> {
+        let latest = self.latest_snapshot()?;
+        match (self.seen.get(), latest) {
+            (Some(seen), Some(latest)) if latest == seen + self.own.get() => {
+                self.seen.set(Some(latest));
+                self.own.set(0);
+                Ok(true)
             }
+            _ => Ok(false),
         }
     }
 
@@ -212,9 +219,6 @@ impl<'a> Lake<'a> {
             };
             let message = match outcome {
                 Ok(value) => {
-                    if matches!(mode, StepMode::BoundInOneTransaction(_)) {
-                        self.advance_seen_past_own_commit();
-                    }
                     return Ok(Stepped {
                         value,
                         attempts: attempt,
@@ -364,17 +368,20 @@ impl Lake<'_> {
         Ok(rows.into_iter().next().flatten())
     }
 
-    /// First row id of each live data file of `dataset`, taken right before a merge.
-    pub fn file_row_starts(&self, dataset: &Dataset) -> Result<BTreeMap<i64, i64>> {
+    /// The live data files of `dataset` right before a merge: how many, and the first row id
+    /// of each.
+    pub fn file_row_starts(&self, dataset: &Dataset) -> Result<(i64, BTreeMap<i64, i64>)> {
         let rows = self.read(&self.meta.live_file_row_starts(dataset.table_id), |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))
         })?;
+        let live = i64::try_from(rows.len()).unwrap_or(i64::MAX);
         // DuckLake records no first row id for some files (seen for partitioned tables): their
         // positions cannot be mapped back to row ids, so the guard does not cover them.
-        Ok(rows
+        let starts = rows
             .into_iter()
             .filter_map(|(file, start)| start.map(|s| (file, s)))
-            .collect())
+            .collect();
+        Ok((live, starts))
     }
 
     /// Guard against a DuckLake 1.0 defect: a small delete (stored as inline deletion markers
@@ -384,7 +391,8 @@ impl Lake<'_> {
     /// this merge (`starts`) and is not live after it can only be such a lost delete. Merged
     /// files hold row-id-contiguous rows, so the row id is the file's first row id plus the
     /// marker's position. The lost deletes are applied again by row id, in a step of their own.
-    /// Returns how many rows were deleted again.
+    /// Returns how many rows were deleted again. Only needed when another connection committed
+    /// while srdp worked on the dataset ([`Lake::settle`] says whether one did).
     pub fn reapply_lost_deletes(
         &self,
         dataset: &Dataset,
@@ -404,7 +412,7 @@ impl Lake<'_> {
         if markers.is_empty() {
             return Ok(0);
         }
-        let live = self.file_row_starts(dataset)?;
+        let (_, live) = self.file_row_starts(dataset)?;
         let lost = plan::lost_deletes(&markers, starts, &live);
         if lost.is_empty() {
             return Ok(0);
