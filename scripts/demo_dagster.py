@@ -48,8 +48,8 @@ def main() -> int:
         for event in result.get_step_failure_events():
             print(event.step_failure_data.error.message, file=sys.stderr)
         return 1
-    columns = ["catalog", "schema_name", "table_name", "inlined_rows_before", "rows_flushed",
-               "files_before", "files_after", "attempts", "status"]
+    columns = ["catalog", "schema_name", "table_name", "rows_flushed", "files_before", "files_after",
+               "attempts", "status"]
     rows = [[str(v[c]) for c in columns] for v in result.output_for_node("srdp_maintain_datasets").values()]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))

@@ -134,14 +134,13 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
             "catalog": "lake",
             "schema_name": schema,
             "table_name": table,
-            "inlined_rows_before": inlined,
             "rows_flushed": inlined,
-            "files_before": files + 1,  # the Parquet files + the one the flush wrote
+            "files_before": files,
             "files_after": 1,
-            "files_processed": files + 1,
+            "files_processed": files + 1,  # the Parquet files + the one the flush wrote
             "files_created": 1,
-            "flush_attempts": 1,
             "attempts": 1,
+            "duration_ms": out[f"lake__{schema}__{table}"]["duration_ms"],
             "status": "compacted",
         }
     events = result.get_step_success_events()
@@ -151,12 +150,12 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
     ]
     meta = {e.step_output_data.mapping_key: e.step_output_data.metadata for e in materialized}
     assert meta["lake__other__c"]["rows_flushed"].value == 20
-    assert meta["lake__other__c"]["files_before"].value == 3 and meta["lake__other__c"]["files_after"].value == 1
+    assert meta["lake__other__c"]["files_before"].value == 2 and meta["lake__other__c"]["files_after"].value == 1
     logs = messages(result)
     for line in (
-        "srdp: lake.main.a: compacted; 15 inlined rows, 15 flushed, files 4 -> 1",
-        "srdp: lake.main.b: compacted; 10 inlined rows, 10 flushed, files 5 -> 1",
-        "srdp: lake.other.c: compacted; 20 inlined rows, 20 flushed, files 3 -> 1",
+        "srdp: lake.main.a: compacted; 15 inlined rows flushed, files 3 -> 1 (4 merged into 1), attempts 1, ",
+        "srdp: lake.main.b: compacted; 10 inlined rows flushed, files 4 -> 1 (5 merged into 1), attempts 1, ",
+        "srdp: lake.other.c: compacted; 20 inlined rows flushed, files 2 -> 1 (3 merged into 1), attempts 1, ",
     ):
         assert sum(line in m for m in logs) == 1, (line, logs)
 
@@ -203,14 +202,13 @@ def test_a_failing_dataset_fails_the_run_after_the_earlier_ones_were_committed(t
     description = failure.user_failure_data.description
     assert failure.error.message == f"dagster._core.definitions.events.Failure: {description}\n"
     assert description.startswith(
-        "srdp maintenance failed at dataset lake.main.m: Invalid Input Error: srdp_flush: dataset 'main.m' "
+        "srdp maintenance failed at dataset lake.main.m: Invalid Input Error: srdp_compact: dataset 'main.m' "
         "failed to flush after 1 attempt(s): Constraint Error: NOT NULL constraint failed: m.id. "
     ), description
     assert description.endswith(
         "Datasets committed before it: lake.main.a. A rerun revisits the committed datasets harmlessly."
     ), description
-    # One list of the committed datasets: srdp_flush's own (it was called for main.m alone, so
-    # "none") would contradict the run's.
+    # One list of the committed datasets: srdp_compact's own ("main.a") becomes the run's.
     assert description.count("Datasets committed before it:") == 1, description
     assert {k: v.value for k, v in failure.user_failure_data.metadata.items()} == {"dataset": "lake.main.m", "datasets_done": 1}
     # main.a compacted; main.m (nothing half done) and main.z (never reached) as they were. The

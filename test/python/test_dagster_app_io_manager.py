@@ -44,18 +44,15 @@ DATASETS = {("main", "a"): (3, 3), ("main", "b"): (0, 3), ("main", "c"): (2, 0),
 BEFORE = {("main", "a"): (3, 15), ("main", "b"): (0, 15), ("main", "c"): (2, 0), ("other", "d"): (1, 0)}
 
 # The log line of each dataset's step, up to the milliseconds srdp reports (checked against the
-# output's duration_ms). "files x -> y": live files after the flush, then after the merge.
-# "attempts 0": srdp's plan proved the step idle and it called nothing (main.b's one file after
-# the flush cannot merge; main.c has nothing inlined; other.d has nothing at all).
+# output's duration_ms). "files x -> y": live files before the step and after it (the merge also
+# counts the file the flush wrote). "attempts 0": srdp's plan proved every step idle and it called
+# nothing (main.b's one file after the flush cannot merge, so only its flush is called; main.c has
+# nothing inlined, so only its merge is; other.d has nothing at all).
 LINES = {
-    "lake__main__a": "srdp: lake.main.a: compacted; 15 inlined rows, 15 flushed, files 4 -> 1 (4 merged into 1), "
-    "attempts flush 1 / compact 1",
-    "lake__main__b": "srdp: lake.main.b: flushed; 15 inlined rows, 15 flushed, files 1 -> 1 (none merged), "
-    "attempts flush 1 / compact 0",
-    "lake__main__c": "srdp: lake.main.c: compacted; 0 inlined rows, 0 flushed, files 2 -> 1 (2 merged into 1), "
-    "attempts flush 0 / compact 1",
-    "lake__other__d": "srdp: lake.other.d: nothing to do; 0 inlined rows, 0 flushed, files 1 -> 1 (none merged), "
-    "attempts flush 0 / compact 0",
+    "lake__main__a": "srdp: lake.main.a: compacted; 15 inlined rows flushed, files 3 -> 1 (4 merged into 1), attempts 1",
+    "lake__main__b": "srdp: lake.main.b: flushed; 15 inlined rows flushed, files 0 -> 1 (none merged), attempts 1",
+    "lake__main__c": "srdp: lake.main.c: compacted; 0 inlined rows flushed, files 2 -> 1 (2 merged into 1), attempts 1",
+    "lake__other__d": "srdp: lake.other.d: nothing to do; 0 inlined rows flushed, files 1 -> 1 (none merged), attempts 0",
 }
 STATUS = {
     "lake__main__a": "compacted",
@@ -186,12 +183,12 @@ def check_maintenance_report(lines: list[str], metadata: dict[str, dict[str, Any
     assert list(metadata) == list(LINES)
     assert lines == [f"{LINES[key]}, {metadata[key]['duration_ms']} ms" for key in LINES]
     assert {key: meta["status"] for key, meta in metadata.items()} == STATUS
-    counts = ("inlined_rows_before", "rows_flushed", "files_before", "files_after", "files_processed", "files_created")
+    counts = ("rows_flushed", "files_before", "files_after", "files_processed", "files_created", "attempts")
     assert {key: tuple(meta[c] for c in counts) for key, meta in metadata.items()} == {
-        "lake__main__a": (15, 15, 4, 1, 4, 1),
-        "lake__main__b": (15, 15, 1, 1, 0, 0),
-        "lake__main__c": (0, 0, 2, 1, 2, 1),
-        "lake__other__d": (0, 0, 1, 1, 0, 0),
+        "lake__main__a": (15, 3, 1, 4, 1, 1),
+        "lake__main__b": (15, 0, 1, 0, 0, 1),
+        "lake__main__c": (0, 2, 1, 2, 1, 1),
+        "lake__other__d": (0, 1, 1, 0, 0, 0),
     }
     assert all(isinstance(meta["duration_ms"], int) and meta["dry_run"] is False for meta in metadata.values())
 
@@ -270,8 +267,8 @@ def test_maintenance_and_monitor_in_process_never_reach_the_application_io_manag
     lines, metadata = maintenance_report(instance, again.run_id)
     assert {key: meta["status"] for key, meta in metadata.items()} == dict.fromkeys(LINES, "nothing to do")
     assert lines == [
-        f"srdp: lake.{key.split('__')[1]}.{key.split('__')[2]}: nothing to do; 0 inlined rows, 0 flushed, "
-        f"files 1 -> 1 (none merged), attempts flush 0 / compact 0, {metadata[key]['duration_ms']} ms"
+        f"srdp: lake.{key.split('__')[1]}.{key.split('__')[2]}: nothing to do; 0 inlined rows flushed, "
+        f"files 1 -> 1 (none merged), attempts 0, {metadata[key]['duration_ms']} ms"
         for key in LINES
     ]
     assert recorded(record) == [["handle_output", "app_numbers", "result"]]
@@ -289,10 +286,9 @@ def test_a_dry_run_reports_the_plan_once_and_changes_nothing(tmp_path):
     assert result.success
     assert lake_state(cfg) == before
     lines, metadata = maintenance_report(instance, result.run_id)
-    # The planned rows are the inlined rows, counted once (srdp_flush and srdp_compact each
-    # report the same plan).
+    # The planned rows are the inlined rows, from srdp_compact's one plan.
     assert lines == [
-        f"srdp: lake.main.{t}: planned (dry run, nothing changed); {inlined} inlined rows, {inlined} to flush, "
+        f"srdp: lake.main.{t}: planned (dry run, nothing changed); {inlined} inlined rows to flush, "
         f"files {files}, {metadata[f'lake__main__{t}']['duration_ms']} ms"
         for t, (files, inlined) in ((t, BEFORE[("main", t)]) for t in ("a", "b", "c"))
     ]

@@ -24,7 +24,7 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     assert (REPO / "demo" / "catalog" / "lake.sqlite").is_file()
     # The demo ends with the nightly job, run once through Dagster: the late batches are flushed
     # and merged into the one compacted file.
-    assert "srdp_maintain_datasets - srdp: lake.raw.events: compacted; 100 inlined rows" in out.stderr
+    assert "srdp_maintain_datasets - srdp: lake.raw.events: compacted; 100 inlined rows flushed, files 1 -> 1" in out.stderr
     tail = text[text.index("== 6. "):text.index("== 7. ")]
     assert "dagster run " in tail and ": success" in tail
     # Before it, the application's assets were written through srdp's IO manager.
@@ -37,14 +37,15 @@ def test_demo_script_runs_and_reader_sees_the_writers_rows():
     ]
     counts = [line.split("rows ")[1].split()[0] for line in tail.splitlines() if line.startswith("  lake.analytics.")]
     assert counts == ["4", "3", "2", "2"]
-    # attempts (the compact step's): 0 where srdp's plan found nothing to merge and called nothing.
+    # rows flushed, files before -> after, attempts: 0 where srdp's plan proved the dataset idle
+    # and it called nothing (the analytics tables' rows are all inlined: flushed, nothing to merge).
     result_rows = [line.split() for line in tail.splitlines() if line.startswith("lake ")]
     assert result_rows == [
-        ["lake", "analytics", "daily_orders", "4", "4", "1", "1", "0", "flushed"],
-        ["lake", "analytics", "order_revenue", "3", "3", "1", "1", "0", "flushed"],
-        ["lake", "analytics", "orders", "4", "4", "1", "1", "0", "flushed"],
-        ["lake", "raw", "events", "100", "100", "2", "1", "1", "compacted"],
-        ["lake", "raw", "users", "0", "0", "1", "1", "0", "nothing", "to", "do"],
+        ["lake", "analytics", "daily_orders", "4", "0", "1", "1", "flushed"],
+        ["lake", "analytics", "order_revenue", "3", "0", "1", "1", "flushed"],
+        ["lake", "analytics", "orders", "4", "0", "1", "1", "flushed"],
+        ["lake", "raw", "events", "100", "1", "1", "1", "compacted"],
+        ["lake", "raw", "users", "0", "1", "1", "0", "nothing", "to", "do"],
     ]
     # An independent reader sees exactly what the IO manager wrote.
     import srdp

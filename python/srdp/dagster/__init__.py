@@ -7,9 +7,9 @@ maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
   attaches catalogs (as writer for maintenance); :class:`NoStorageIOManager` takes srdp's own op
   outputs (key ``NO_STORAGE_IO_MANAGER_KEY``) and stores nothing, so an application's
   ``io_manager`` never receives them.
-* Job ``srdp_dataset_maintenance`` (``maintenance``): datasets one at a time, in (catalog,
-  schema, table) order; for each: check pressure (``srdp_inlined_row_count``), ``srdp_flush``,
-  ``srdp_compact``. Every step commits on its own and srdp retries transaction conflicts itself,
+* Job ``srdp_dataset_maintenance`` (``maintenance``): one ``srdp_compact`` per catalog, which
+  reads the catalog once and flushes and merges the datasets one at a time, in (schema, table)
+  order. Every step commits on its own and srdp retries transaction conflicts itself,
   so the job has no Dagster retry policy. Each dataset's result is one dynamic output with its
   metadata and one log line. A failing dataset fails the run; the datasets before it stay
   committed, and a rerun revisits every dataset harmlessly (maintenance re-plans from the
@@ -44,6 +44,7 @@ from srdp.dagster.maintenance import (
     MAINTENANCE_SCHEDULE,
     MaintenanceConfig,
     build_nightly_schedule,
+    maintain_catalog,
     maintain_dataset,
     maintain_datasets,
     maintenance_job,
@@ -99,6 +100,7 @@ __all__ = [
     "build_nightly_schedule",
     "check_catalog_pressure",
     "hourly_schedule",
+    "maintain_catalog",
     "maintain_dataset",
     "maintain_datasets",
     "maintenance_job",

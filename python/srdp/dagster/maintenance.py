@@ -1,12 +1,13 @@
 """The nightly dataset maintenance: job ``srdp_dataset_maintenance`` and its schedule.
 
-Datasets one at a time, in (catalog, schema, table) order; for each: check pressure
-(``srdp_inlined_row_count``), ``srdp_flush``, ``srdp_compact`` (:func:`maintain_dataset`). Every
-step commits on its own and srdp retries transaction conflicts itself, so the job has no Dagster
-retry policy. Each dataset's result is one dynamic output with its metadata and one log line
-saying what the dataset's whole step did (``compacted``: files were merged; ``flushed``: inlined
-rows were written out and nothing was merged; ``nothing to do``). The outputs go to srdp's own IO
-manager (``NO_STORAGE_IO_MANAGER_KEY``), which stores nothing, never to the application's
+One ``srdp_compact`` call per catalog (:func:`maintain_catalog`): srdp reads the catalog once,
+then flushes and merges the selected datasets one at a time, in (schema, table) order, calling
+DuckLake only for the steps that may do something. Every step commits on its own and srdp
+retries transaction conflicts itself, so the job has no Dagster retry policy. Each dataset's
+result is one dynamic output with its metadata and one log line saying what the dataset's step
+did (``compacted``: files were merged; ``flushed``: inlined rows were written out and nothing
+was merged; ``nothing to do``; ``skipped: auto_compact is false``). The outputs go to srdp's own
+IO manager (``NO_STORAGE_IO_MANAGER_KEY``), which stores nothing, never to the application's
 ``io_manager``. A failing dataset fails the run; the datasets before it stay committed, and a
 rerun revisits every dataset harmlessly (maintenance re-plans from the current snapshot).
 """
@@ -29,6 +30,7 @@ __all__ = [
     "MAINTENANCE_SCHEDULE",
     "MaintenanceConfig",
     "build_nightly_schedule",
+    "maintain_catalog",
     "maintain_dataset",
     "maintain_datasets",
     "maintenance_job",
@@ -48,48 +50,54 @@ class MaintenanceConfig(dg.Config):
     dry_run: bool = False
 
 
+def maintain_catalog(
+    con: duckdb.DuckDBPyConnection,
+    catalog: str,
+    namespace: str | None = None,
+    name: str | None = None,
+    dry_run: bool = False,
+) -> list[dict[str, Any]]:
+    """One ``srdp_compact`` call over the selected datasets of ``catalog`` (one planning read);
+    one result per dataset, in (schema, table) order, with the milliseconds srdp reports as
+    ``duration_ms``. srdp's errors surface as ``duckdb.Error``."""
+    rows = srdp.call(con, "srdp_compact", catalog, schema_name=namespace, table_name=name, dry_run=dry_run)
+    return [_result(catalog, row, dry_run) for row in rows]
+
+
 def maintain_dataset(
     con: duckdb.DuckDBPyConnection, catalog: str, dataset: Mapping[str, Any], dry_run: bool = False
 ) -> dict[str, Any]:
-    """``srdp_flush`` then ``srdp_compact`` of one dataset (a row of ``srdp_inlined_row_count``);
-    the op's output for it. srdp's errors surface as ``duckdb.Error``."""
-    return _maintain(con, catalog, dataset, dry_run)[0]
+    """:func:`maintain_catalog` of one dataset (a mapping with ``schema_name`` and ``table_name``,
+    such as a row of ``srdp_inlined_row_count``)."""
+    (result,) = maintain_catalog(con, catalog, dataset["schema_name"], dataset["table_name"], dry_run)
+    return result
 
 
-def _maintain(
-    con: duckdb.DuckDBPyConnection, catalog: str, dataset: Mapping[str, Any], dry_run: bool
-) -> tuple[dict[str, Any], int]:
-    """:func:`maintain_dataset`'s result and the milliseconds srdp reports for both steps."""
-    schema, table = dataset["schema_name"], dataset["table_name"]
-    (flush,) = srdp.call(con, "srdp_flush", catalog, schema_name=schema, table_name=table, dry_run=dry_run)
-    (compact,) = srdp.call(con, "srdp_compact", catalog, schema_name=schema, table_name=table, dry_run=dry_run)
-    # For a dry run both report the same planned rows; only one flush would happen.
-    rows_flushed = int(compact["rows_flushed"] or 0) + (0 if dry_run else int(flush["rows_flushed"]))
-    result = {
+def _result(catalog: str, row: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
+    """The op's output for one row of ``srdp_compact``."""
+    rows_flushed = int(row["rows_flushed"] or 0)
+    return {
         "catalog": catalog,
-        "schema_name": schema,
-        "table_name": table,
-        "inlined_rows_before": int(dataset["inlined_rows"]),
+        "schema_name": row["schema_name"],
+        "table_name": row["table_name"],
         "rows_flushed": rows_flushed,
-        "files_before": compact["files_before"],
-        "files_after": compact["files_after"],
-        "files_processed": compact["files_processed"],
-        "files_created": compact["files_created"],
-        "flush_attempts": int(flush["attempts"]),
-        "attempts": int(compact["attempts"]),
-        "status": _step_status(compact["status"], rows_flushed, compact["files_processed"], dry_run),
+        "files_before": row["files_before"],
+        "files_after": row["files_after"],
+        "files_processed": row["files_processed"],
+        "files_created": row["files_created"],
+        "attempts": int(row["attempts"]),
+        "duration_ms": int(row["duration_ms"]),
+        "status": _step_status(row["status"], row["files_processed"], dry_run),
     }
-    return result, int(flush["duration_ms"]) + int(compact["duration_ms"])
 
 
-def _step_status(compact_status: str, rows_flushed: int, files_processed: int | None, dry_run: bool) -> str:
-    """What the dataset's whole step did. ``srdp_compact`` alone says ``nothing to do`` when the
-    ``srdp_flush`` before it already wrote the inlined rows out and there was nothing to merge,
-    and ``compacted`` when its own flush wrote rows but nothing was merged."""
+def _step_status(compact_status: str, files_processed: int | None, dry_run: bool) -> str:
+    """What the dataset's step did: ``srdp_compact`` says ``compacted`` when its flush wrote rows
+    or deletion markers and nothing was merged; the job says ``flushed`` then."""
     if dry_run or files_processed:
         return compact_status  # planned / skipped; or compacted (with srdp's notes, if any)
-    if rows_flushed > 0:
-        return "flushed"
+    if compact_status.startswith("compacted"):  # rows or deletion markers flushed, nothing merged
+        return "flushed" + compact_status[len("compacted") :]
     return compact_status  # nothing to do / skipped: auto_compact is false
 
 
@@ -97,7 +105,7 @@ def _step_status(compact_status: str, rows_flushed: int, files_processed: int | 
     name="srdp_maintain_datasets",
     out=dg.DynamicOut(dict, io_manager_key=NO_STORAGE_IO_MANAGER_KEY),
     required_resource_keys={RESOURCE_KEY},
-    description="Per dataset, one at a time: pressure check, srdp_flush, srdp_compact.",
+    description="One srdp_compact per catalog: flush and merge each selected dataset, one at a time.",
     tags={"kind": "srdp"},
 )
 def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig) -> Iterator[dg.DynamicOutput]:
@@ -106,22 +114,19 @@ def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig)
     done: list[str] = []
     try:
         for catalog in config.catalogs or resource.catalogs(con):
-            datasets = srdp.call(
-                con, "srdp_inlined_row_count", catalog, schema_name=config.namespace, table_name=config.name
-            )
-            for dataset in datasets:
-                qualified = f"{catalog}.{dataset['schema_name']}.{dataset['table_name']}"
-                try:
-                    result, duration_ms = _maintain(con, catalog, dataset, config.dry_run)
-                except duckdb.Error as e:
-                    raise _failure(qualified, e, done) from e
-                context.log.info(_summary(qualified, result, duration_ms, config.dry_run))
+            try:
+                results = maintain_catalog(con, catalog, config.namespace, config.name, config.dry_run)
+            except duckdb.Error as e:
+                raise _failure(catalog, e, done) from e
+            for result in results:
+                qualified = f"{catalog}.{result['schema_name']}.{result['table_name']}"
+                context.log.info(_summary(qualified, result, config.dry_run))
                 done.append(qualified)
                 metadata = {k: v for k, v in result.items() if v is not None}
                 yield dg.DynamicOutput(
                     result,
-                    mapping_key=_mapping_key(catalog, dataset["schema_name"], dataset["table_name"]),
-                    metadata={**metadata, "duration_ms": duration_ms, "dry_run": config.dry_run},
+                    mapping_key=_mapping_key(catalog, result["schema_name"], result["table_name"]),
+                    metadata={**metadata, "dry_run": config.dry_run},
                 )
     finally:
         con.close()
@@ -154,39 +159,49 @@ def build_nightly_schedule(
 nightly_schedule = build_nightly_schedule()
 
 
-# srdp's own error ends with the datasets that ITS call committed; the op calls srdp once per
-# dataset, so the run's list (below) replaces it.
-_SRDP_COMMITTED = re.compile(r"\.?\s*Datasets committed before it: [^\n]*$")
+# srdp's error names the dataset that failed and the datasets ITS call committed before it.
+_SRDP_DATASET = re.compile(r"dataset '((?:[^']|'')*)' failed to ")
+_SRDP_COMMITTED = re.compile(r"\.?\s*Datasets committed before it: ([^\n]*)$")
 
 
-def _failure(qualified: str, error: duckdb.Error, done: Sequence[str]) -> dg.Failure:
-    cause = _SRDP_COMMITTED.sub("", str(error).rstrip())
+def _failure(catalog: str, error: duckdb.Error, done: Sequence[str]) -> dg.Failure:
+    """The run's failure: where srdp stopped, why, and every dataset committed before it (the
+    earlier catalogs' and the ones srdp names for this catalog)."""
+    message = str(error).rstrip()
+    committed = list(done)
+    listed = _SRDP_COMMITTED.search(message)
+    if listed:
+        message = message[: listed.start()]
+        if listed.group(1) != "none":
+            committed += [f"{catalog}.{name}" for name in listed.group(1).split(", ")]
+    failed = _SRDP_DATASET.search(message)
+    where = f"at dataset {catalog}.{failed.group(1)}" if failed else f"in catalog {catalog}"
     return dg.Failure(
         description=(
-            f"srdp maintenance failed at dataset {qualified}: {cause}. "
-            f"Datasets committed before it: {', '.join(done) or 'none'}. "
+            f"srdp maintenance failed {where}: {message}. "
+            f"Datasets committed before it: {', '.join(committed) or 'none'}. "
             "A rerun revisits the committed datasets harmlessly."
         ),
-        metadata={"dataset": qualified, "datasets_done": len(done)},
+        metadata={"dataset": f"{catalog}.{failed.group(1)}" if failed else catalog, "datasets_done": len(committed)},
     )
 
 
-def _summary(qualified: str, result: Mapping[str, Any], duration_ms: int, dry_run: bool) -> str:
-    """The log line of one dataset's step, e.g. ``srdp: lake.main.a: compacted; 15 inlined rows,
-    15 flushed, files 4 -> 1 (4 merged into 1), attempts flush 1 / compact 1, 37 ms`` (files:
-    live data files after the flush, then after the merge)."""
+def _summary(qualified: str, result: Mapping[str, Any], dry_run: bool) -> str:
+    """The log line of one dataset's step, e.g. ``srdp: lake.main.a: compacted; 15 inlined rows
+    flushed, files 3 -> 1 (4 merged into 1), attempts 1, 37 ms`` (files: live data files before
+    the step and after it; the merge also counts the files the flush wrote)."""
     head = f"srdp: {qualified}: {result['status']}"
     if dry_run:
         return (
-            f"{head} (dry run, nothing changed); {result['inlined_rows_before']} inlined rows, "
-            f"{result['rows_flushed']} to flush, files {result['files_before']}, {duration_ms} ms"
+            f"{head} (dry run, nothing changed); {result['rows_flushed']} inlined rows to flush, "
+            f"files {result['files_before']}, {result['duration_ms']} ms"
         )
     processed = result["files_processed"]
     merged = f"{processed} merged into {result['files_created']}" if processed else "none merged"
     return (
-        f"{head}; {result['inlined_rows_before']} inlined rows, {result['rows_flushed']} flushed, "
+        f"{head}; {result['rows_flushed']} inlined rows flushed, "
         f"files {result['files_before']} -> {result['files_after']} ({merged}), "
-        f"attempts flush {result['flush_attempts']} / compact {result['attempts']}, {duration_ms} ms"
+        f"attempts {result['attempts']}, {result['duration_ms']} ms"
     )
 
 
