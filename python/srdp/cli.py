@@ -5,6 +5,8 @@ Commands:
 * ``dbt-profile --config srdp.toml [--target dev] [--profile srdp] [--schema S]``: prints the
   dbt-duckdb profiles.yml that points dbt at srdp (:mod:`srdp.dbt.profile`).
 * ``extension-path``: prints the srdp extension file this environment loads (:mod:`srdp.install`).
+* ``extension-directory``: prints DuckDB's extension directory srdp uses (filled from the
+  extension wheels first, outside a checkout), for a DuckDB CLI's ``SET extension_directory``.
 * ``dbt-package-path``: prints the folder of srdp's dbt package, for a dbt project's
   ``packages.yml`` (``- local: <path>``).
 * ``doctor [--config srdp.toml] [--role writer|reader]``: checks versions, extension,
@@ -34,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
     _add_dbt_profile(commands)
     _add_extension_path(commands)
+    _add_extension_directory(commands)
     _add_dbt_package_path(commands)
     _add_doctor(commands)
     return top
@@ -95,6 +98,32 @@ def _extension_path(args: argparse.Namespace) -> int:
     if not location.path.is_file():
         raise CommandError(not_found_message(location.path))
     print(location.path.resolve())
+    return 0
+
+
+def _add_extension_directory(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "extension-directory",
+        help="print DuckDB's extension directory srdp uses (ducklake, sqlite, postgres, httpfs)",
+        description="Prints the absolute path of the extension directory srdp.connect() sets: "
+        "$SRDP_EXTENSION_DIR, a checkout's .duckdb/extensions, or this environment's cache folder, "
+        "which is filled from the duckdb-extension-* wheels first (offline).",
+    )
+    command.set_defaults(run=_extension_directory)
+
+
+def _extension_directory(args: argparse.Namespace) -> int:
+    from srdp.extension_wheels import ExtensionWheelError, missing
+    from srdp.install import extension_directory
+
+    try:
+        directory = extension_directory()
+    except (ExtensionWheelError, OSError) as error:
+        raise CommandError(str(error)) from error
+    absent = missing(directory)
+    if absent:
+        raise CommandError(f"{directory} lacks {', '.join(absent)}")
+    print(directory.resolve())
     return 0
 
 
