@@ -399,3 +399,46 @@ def test_doctor_on_a_broken_definition_and_without_the_extension(consumer: Consu
         f"srdp extension-path: srdp extension not found at {work / 'missing.duckdb_extension'} (from $SRDP_EXTENSION); "
         "fix or unset SRDP_EXTENSION\n"
     ))
+
+
+def test_doctor_uses_persistent_secrets_and_never_prints_their_password(consumer: Consumer) -> None:
+    # A PostgreSQL catalog whose credentials live in a persistent DuckDB secret (the only kind a
+    # new process sees); nothing listens on port 1, so both attaches fail after the secret is found.
+    work = consumer.workdir("doctor_secret", """
+        [catalogs.pg]
+        metadata = "postgres:host=127.0.0.1 port=1 dbname=lake user=lake_user"
+        data_path = "pgdata/"
+        writer_secret = "pg_writer"
+        reader_secret = "pg_reader"
+    """)
+    env = {**consumer.env(), "HOME": str(work / "home"), "XDG_CACHE_HOME": str(consumer.home / ".cache")}
+    python = str(consumer.bin / "python")
+    create = """
+        import srdp
+        con = srdp.connect()
+        for name in ("pg_writer", "pg_reader"):
+            con.execute(f"CREATE PERSISTENT SECRET {name} (TYPE postgres, HOST '127.0.0.1', PORT 1, "
+                        "DATABASE 'lake', USER 'lake_user', PASSWORD 'hunter2-doctor-secret')")
+    """
+    check(subprocess.run([python, "-c", textwrap.dedent(create)], cwd=work, env=env, capture_output=True, text=True, timeout=120))
+    assert sorted(p.name for p in (work / "home" / ".duckdb" / "stored_secrets").iterdir()) == [
+        "pg_reader.duckdb_secret", "pg_writer.duckdb_secret",
+    ]
+    done = subprocess.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (1, "srdp doctor: 2 of 5 checks failed\n")
+    assert "hunter2" not in done.stdout
+    connection = "host=127.0.0.1 port=1 dbname=lake user=lake_user"
+    refused = (
+        f'IO Error: Failed to attach DuckLake MetaData "__ducklake_metadata_pg" at path + "postgres:{connection}"'
+        f'Unable to connect to Postgres at "{connection}": connection to server at "127.0.0.1", port 1 failed: '
+        "Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?. the PostgreSQL "
+        "server is not reachable: check host and port in the catalog's metadata and in its secret, and that the "
+        "server runs; nothing was attached"
+    )
+    assert done.stdout.split("\n")[3:] == [
+        "ok   config: " + str(work / "srdp.toml") + ": 1 catalog: pg (postgres)",
+        *f"FAIL catalog pg: attach as writer failed: srdp_attach_catalog: attaching catalog 'pg' as 'pg' (writer) failed: {refused}".split("\n"),
+        *f"FAIL catalog pg: attach as reader failed: srdp_attach_catalog: attaching catalog 'pg' as 'pg' (reader) failed: {refused}".split("\n"),
+        "",
+    ]
