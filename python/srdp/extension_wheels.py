@@ -8,14 +8,13 @@ autoloads extensions from ``<extension_directory>/v1.5.5/<platform>/<canonical>.
 
 Concurrent first uses (several Dagster step processes) are safe: each process installs into a
 private staging folder next to the target and moves the finished files in with ``os.replace``,
-so a reader sees the old file or the new one, never half a file. A stamp file
-(``.srdp-wheels.json``) records the wheel files installed (path, size, mtime), so a later use
-costs a few ``stat`` calls.
+so a reader sees the old file or the new one, never half a file. A file already there with the
+size of the wheel's file counts as installed (as in ``scripts/install_extensions.py``), so a later
+use costs a few ``stat`` calls and a directory filled in advance may be read-only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -34,7 +33,6 @@ EXTENSIONS = {
     "httpfs": "httpfs",
 }
 
-_STAMP = ".srdp-wheels.json"
 _done: set[Path] = set()
 
 
@@ -98,34 +96,24 @@ def ensure_installed(directory: Path) -> None:
             f"srdp: DuckDB extension files missing from this environment: "
             f"{', '.join(str(e.source) for e in absent)}; pip install {wheels}"
         )
-    stamp = {e.name: _fingerprint(e.source) for e in extensions}
-    platform_dir = extensions[0].target.parent
-    if _read_stamp(platform_dir) == stamp and all(e.target.is_file() for e in extensions):
-        _done.add(directory)
-        return
-    platform_dir.mkdir(parents=True, exist_ok=True)
-    _install(extensions, platform_dir)
-    _write_stamp(platform_dir, stamp)
+    stale = [e for e in extensions if not _same_size(e.source, e.target)]
+    if stale:
+        try:
+            stale[0].target.parent.mkdir(parents=True, exist_ok=True)
+            _install(stale, stale[0].target.parent)
+        except OSError as error:
+            raise ExtensionWheelError(
+                f"srdp: cannot fill the extension directory {directory}: {error}; set SRDP_EXTENSION_DIR "
+                "to a writable folder"
+            ) from error
     _done.add(directory)
 
 
-def _fingerprint(path: Path) -> list[object]:
-    info = path.stat()
-    return [str(path), info.st_size, info.st_mtime_ns]
-
-
-def _read_stamp(platform_dir: Path) -> dict[str, list[object]] | None:
+def _same_size(source: Path, target: Path) -> bool:
     try:
-        return json.loads((platform_dir / _STAMP).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _write_stamp(platform_dir: Path, stamp: dict[str, list[object]]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".stamp-", dir=platform_dir)
-    with os.fdopen(fd, "w") as f:
-        json.dump(stamp, f)
-    os.replace(tmp, platform_dir / _STAMP)
+        return target.stat().st_size == source.stat().st_size
+    except OSError:
+        return False
 
 
 def _install(extensions: list[WheelExtension], platform_dir: Path) -> None:

@@ -141,19 +141,41 @@ def test_ensure_installed_fills_a_directory_once_and_repairs_it(tmp_path: Path) 
     for e in extension_wheels.wheel_extensions(directory):
         assert e.target.read_bytes() == e.source.read_bytes()
     assert loads(directory) == sorted(NAMES)
-    # Only the four files, their .info files and the stamp; no staging folder left behind.
+    # Only the four files and their .info files; no staging folder left behind.
     assert sorted(p.name for p in directory.iterdir()) == ["v1.5.5"]
-    assert len(list(platform_dir.iterdir())) == 9
+    assert sorted(p.name for p in platform_dir.iterdir()) == sorted(
+        f"{name}.duckdb_extension{suffix}" for name in NAMES for suffix in ("", ".info")
+    )
     # A second use in a new process (the in-process memo forgotten) rewrites nothing.
     times = {p.name: p.stat().st_mtime_ns for p in platform_dir.iterdir()}
     extension_wheels._done.discard(directory)
     extension_wheels.ensure_installed(directory)
     assert {p.name: p.stat().st_mtime_ns for p in platform_dir.iterdir()} == times
-    # A removed file is put back.
+    # A removed file is put back, and a truncated one replaced; the others are left alone.
     (platform_dir / "httpfs.duckdb_extension").unlink()
+    # (A new file moved over it: this process has the old one mapped, and truncating a loaded
+    # library in place would crash it; srdp too only ever moves new files in.)
+    (platform_dir / "short").write_bytes(b"truncated")
+    os.replace(platform_dir / "short", platform_dir / "ducklake.duckdb_extension")
     extension_wheels._done.discard(directory)
     extension_wheels.ensure_installed(directory)
     assert extension_wheels.missing(directory) == []
+    assert loads(directory) == sorted(NAMES)
+    after = {p.name: p.stat().st_mtime_ns for p in platform_dir.iterdir()}
+    assert {k for k in after if after[k] != times.get(k)} == {
+        f"{name}.duckdb_extension{suffix}" for name in ("ducklake", "httpfs") for suffix in ("", ".info")
+    }
+
+
+def test_ensure_installed_says_what_to_do_when_the_directory_cannot_be_written(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    directory = tmp_path / "file" / "extensions"
+    with pytest.raises(extension_wheels.ExtensionWheelError) as error:
+        extension_wheels.ensure_installed(directory)
+    assert str(error.value) == (
+        f"srdp: cannot fill the extension directory {directory}: [Errno 20] Not a directory: "
+        f"'{directory / 'v1.5.5' / 'linux_amd64'}'; set SRDP_EXTENSION_DIR to a writable folder"
+    )
 
 
 def test_two_processes_filling_one_directory_at_once_both_succeed(tmp_path: Path) -> None:
