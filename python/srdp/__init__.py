@@ -18,14 +18,14 @@ from typing import Any
 import duckdb
 
 from srdp import install as _install
-from srdp.install import find_extension
 
 __all__ = ["call", "connect", "extension_path", "extension_directory", "duckdb_config"]
+
 
 def extension_path() -> Path:
     """The srdp extension file: ``$SRDP_EXTENSION``, the wheel's file, or the checkout's release
     build (:func:`srdp.install.find_extension`)."""
-    return find_extension().path
+    return _install.find_extension().path
 
 
 def extension_directory() -> Path:
