@@ -291,6 +291,14 @@ pub fn set_commit_message(alias: &Ident, author: &Literal, message: &Literal) ->
     format!("CALL {alias}.set_commit_message({author}, {message})")
 }
 
+/// Gives the connection's session `setting` the value `value`, or its default (`None`).
+pub fn session_setting(setting: &Ident, value: Option<&Literal>) -> String {
+    match value {
+        Some(value) => format!("SET SESSION {setting} = {value}"),
+        None => format!("RESET SESSION {setting}"),
+    }
+}
+
 /// Merges one dataset's adjacent small files; returns `files_processed, files_created`.
 pub fn merge(alias: &Literal, schema: &Literal, table: &Literal) -> String {
     format!(
@@ -470,6 +478,17 @@ mod tests {
                 &Literal::new("it's")
             ),
             "CALL \"l\"\"x\".set_commit_message('srdp', 'it''s')"
+        );
+        assert_eq!(
+            session_setting(
+                &Ident::new("ducklake_target_file_size"),
+                Some(&Literal::new("16MB"))
+            ),
+            "SET SESSION \"ducklake_target_file_size\" = '16MB'"
+        );
+        assert_eq!(
+            session_setting(&Ident::new("ducklake_target_file_size"), None),
+            "RESET SESSION \"ducklake_target_file_size\""
         );
         assert_eq!(
             merge(&a, &s, &t),

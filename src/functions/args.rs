@@ -91,6 +91,18 @@ impl<'a> Args<'a> {
         Ok(self.named(name)?.map(|v| v.to_int64()))
     }
 
+    /// The caller's effective values (session or global) of DuckDB settings, in DuckDB's text
+    /// rendering; `None` for a setting that is NULL (its default) or unknown.
+    pub fn caller_settings(&self, names: &[&str]) -> Vec<(String, Option<String>)> {
+        names
+            .iter()
+            .map(|name| {
+                let value = caller_value(self.bind, name).map(|v| v.to_string());
+                ((*name).to_string(), value)
+            })
+            .collect()
+    }
+
     /// Where the definition comes from for this call (see [`config::locate`]).
     pub fn sources(&self) -> Result<Sources> {
         let parameter = match self.bind.get_named_parameter("config") {
@@ -172,9 +184,15 @@ const _: () =
 /// The caller's own value of a setting (session or global), read through the caller's client
 /// context during bind. The runner connection would only see global values.
 fn caller_setting(bind: &BindInfo, setting: &str) -> Result<Option<String>> {
-    let Ok(name) = CString::new(setting) else {
-        return Ok(None);
-    };
+    match caller_value(bind, setting) {
+        Some(value) => text_of(&value, &format!("the setting {setting}")).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The caller's value of `setting` (`None`: NULL, unknown, or no client context).
+fn caller_value(bind: &BindInfo, setting: &str) -> Option<Value> {
+    let name = CString::new(setting).ok()?;
     // SAFETY: `BindInfo` is `#[repr(Rust)]` with exactly one field of type `duckdb_bind_info`
     // (checked by the size assertion above and pinned by the exact crate version), so reading
     // the first pointer-sized word yields the raw bind info DuckDB passed to this bind call.
@@ -184,7 +202,7 @@ fn caller_setting(bind: &BindInfo, setting: &str) -> Result<Option<String>> {
     // SAFETY: `raw` is valid for the duration of bind; the context is destroyed below.
     unsafe { ffi::duckdb_table_function_get_client_context(raw, &mut context) };
     if context.is_null() {
-        return Ok(None);
+        return None;
     }
     let mut scope: ffi::duckdb_config_option_scope = 0;
     // SAFETY: `context` is a live client context and `name` a NUL-terminated string.
@@ -193,11 +211,8 @@ fn caller_setting(bind: &BindInfo, setting: &str) -> Result<Option<String>> {
     // SAFETY: `context` was created by the call above and is not used after this.
     unsafe { ffi::duckdb_destroy_client_context(&mut context) };
     if value.is_null() {
-        return Ok(None);
+        return None;
     }
     let value = Value::from(value); // owns and destroys the duckdb_value
-    if value.is_null() {
-        return Ok(None);
-    }
-    text_of(&value, &format!("the setting {setting}")).map(Some)
+    (!value.is_null()).then_some(value)
 }

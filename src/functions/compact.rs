@@ -18,6 +18,8 @@
 //! for steps that may do something: no flush without inlined rows or deletion markers, no merge
 //! without two small files in one partition (unless the flush just wrote files), none for a
 //! dataset DuckLake skips (`auto_compact = false`). `attempts` is 0 when srdp called nothing.
+//! The calling session's DuckLake settings (`ducklake_target_file_size`, ...; see
+//! [`crate::maintenance::CALLER_SETTINGS`]) apply to srdp's steps for the call, session or global.
 //! Errors: as `srdp_flush`.
 //!
 //! ```sql
@@ -38,6 +40,8 @@ pub struct Compact;
 pub struct Bound {
     sel: Selection,
     dry_run: bool,
+    /// The caller's DuckLake settings (see [`crate::maintenance::CALLER_SETTINGS`]).
+    settings: Vec<(String, Option<String>)>,
 }
 
 impl SrdpFunction for Compact {
@@ -74,12 +78,14 @@ impl SrdpFunction for Compact {
         Ok(Bound {
             sel: Selection::bind(args)?,
             dry_run: args.boolean("dry_run")?.unwrap_or(false),
+            settings: args.caller_settings(crate::maintenance::CALLER_SETTINGS),
         })
     }
 
     fn run(b: &Self::Bound, shared: &Shared) -> Result<Vec<Vec<Cell>>> {
         let writer_for = (!b.dry_run).then_some("compaction");
         shared.runner.with_lake(&b.sel.catalog, writer_for, |lake| {
+            lake.use_caller_settings(&b.settings)?;
             let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
             let options = lake.auto_compact_options()?;
             let planned = lake.plan(&datasets)?;

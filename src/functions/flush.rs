@@ -5,6 +5,7 @@
 //! `ducklake_flush_inlined_data(alias, schema_name => ..., table_name => ...)` that commits on
 //! its own, retried on transaction conflicts and busy catalogs (`max_retry_seconds`, doubling waits
 //! from `retry_backoff_ms`, capped at 250 ms, jittered). Never expires snapshots or deletes files.
+//! The calling session's DuckLake settings apply to the call, as for `srdp_compact`.
 //! Parameters: `catalog` (attached as writer, except for a dry run), `schema_name :=`,
 //! `table_name :=`, `dry_run := false` (true: return the planned rows, change nothing),
 //! `config :=`.
@@ -32,6 +33,8 @@ pub struct Flush;
 pub struct Bound {
     sel: Selection,
     dry_run: bool,
+    /// The caller's DuckLake settings (see [`crate::maintenance::CALLER_SETTINGS`]).
+    settings: Vec<(String, Option<String>)>,
 }
 
 impl SrdpFunction for Flush {
@@ -64,12 +67,14 @@ impl SrdpFunction for Flush {
         Ok(Bound {
             sel: Selection::bind(args)?,
             dry_run: args.boolean("dry_run")?.unwrap_or(false),
+            settings: args.caller_settings(crate::maintenance::CALLER_SETTINGS),
         })
     }
 
     fn run(b: &Self::Bound, shared: &Shared) -> Result<Vec<Vec<Cell>>> {
         let writer_for = (!b.dry_run).then_some("flushing");
         shared.runner.with_lake(&b.sel.catalog, writer_for, |lake| {
+            lake.use_caller_settings(&b.settings)?;
             let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
             let options = lake.auto_compact_options()?;
             let mut rows = Vec::with_capacity(datasets.len());

@@ -19,6 +19,17 @@ use duckdb::Connection;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+/// The DuckLake settings that shape a flush or a merge. srdp's steps run on its own connection,
+/// which sees only global values; each call gives that connection the caller's effective values
+/// (session or global) of these, so a caller's `SET SESSION` counts as it does for the plain call.
+pub const CALLER_SETTINGS: &[&str] = &[
+    "ducklake_target_file_size",
+    "ducklake_write_deletion_vectors",
+    "ducklake_max_retry_count",
+    "ducklake_retry_wait_ms",
+    "ducklake_retry_backoff",
+];
+
 /// The selected datasets of one attached lake, with what the metadata says about them.
 pub struct Lake<'a> {
     conn: &'a Connection,
@@ -99,6 +110,28 @@ impl<'a> Lake<'a> {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Gives srdp's connection the caller's values of [`CALLER_SETTINGS`] for this call (read in
+    /// bind; `None` = the setting's default). Every call sets all of them, so nothing of one
+    /// caller's session carries over to another caller.
+    pub fn use_caller_settings(&self, settings: &[(String, Option<String>)]) -> Result<()> {
+        for (name, value) in settings {
+            let statement = sql::session_setting(
+                &Ident::new(name),
+                value.as_deref().map(Literal::new).as_ref(),
+            );
+            self.conn.execute_batch(&statement).map_err(|e| {
+                SrdpError::duckdb(
+                    format!(
+                        "applying the caller's setting {name} = {} to srdp's connection failed",
+                        value.as_deref().unwrap_or("(default)")
+                    ),
+                    e,
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// The catalog's latest snapshot id now.
