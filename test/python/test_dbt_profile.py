@@ -203,3 +203,55 @@ def test_schema_is_the_one_dbt_owns_or_must_be_named(tmp_path: Path) -> None:
     done = subprocess.run([PY, "-m", "srdp", "dbt-profile", "--config", str(none)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", f"srdp dbt-profile: {none} gives 'dbt' no schema\n")
+
+
+LOOKUP = ("srdp looks at $SRDP_EXTENSION, then the file its wheel ships, then a checkout's "
+          "build/release/srdp.duckdb_extension; `python -m srdp doctor` shows what it finds")
+
+
+def test_a_missing_extension_names_srdps_lookup_and_doctor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbt.adapters.duckdb.plugins import BasePlugin
+
+    built = srdp.extension_path()
+    missing = tmp_path / "missing.duckdb_extension"
+    cfg = write_config(tmp_path, SRDP_TOML)
+    # dbt-profile, through the command line, with $SRDP_EXTENSION naming no file.
+    done = subprocess.run([PY, "-m", "srdp", "dbt-profile", "--config", str(cfg)], cwd=tmp_path,
+                          env={**os.environ, "SRDP_EXTENSION": str(missing)}, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", f"srdp dbt-profile: srdp extension not found at {missing} (from $SRDP_EXTENSION); "
+               f"fix or unset SRDP_EXTENSION ({LOOKUP})\n")
+
+    def first_connection(config: dict) -> duckdb.DuckDBPyConnection:
+        plugin = BasePlugin.create("srdp.dbt.plugin", config=config, alias="srdp")
+        con = duckdb.connect(config={"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"})
+        plugin.configure_connection(con)
+        return con
+
+    # The plugin with srdp's own lookup, which gives the missing file.
+    monkeypatch.setenv("SRDP_EXTENSION", str(missing))
+    with pytest.raises(FileNotFoundError) as looked_up:
+        first_connection({})
+    assert str(looked_up.value) == (
+        f"srdp.dbt.plugin: srdp extension not found at {missing} (from $SRDP_EXTENSION); "
+        f"fix or unset SRDP_EXTENSION ({LOOKUP})")
+    # The plugin with a path in the profile: that path is what to fix.
+    gone = tmp_path / "gone" / "srdp.duckdb_extension"
+    with pytest.raises(FileNotFoundError) as configured:
+        first_connection({"extension": str(gone)})
+    assert str(configured.value) == (
+        f"srdp.dbt.plugin: srdp extension not found at {gone}, the profile's plugin config `extension:`; "
+        f"fix it (`python -m srdp dbt-profile` renders the current path) or remove it to use srdp's own lookup ({LOOKUP})")
+    # A path that exists is loaded (the configured path wins over the lookup's missing file).
+    con = first_connection({"extension": str(built)})
+    assert con.execute("SELECT count(*) FROM srdp_version()").fetchone() == (1,)
+    con.close()
+
+
+def test_the_profile_header_names_the_dbt_package(tmp_path: Path) -> None:
+    from srdp import install
+
+    text = render_profile(write_config(tmp_path, SRDP_TOML))
+    assert (f"# dbt_project.yml of a project that uses it (its packages.yml: `- local: {REPO / 'dbt'}`,\n"
+            "# the dbt package `python -m srdp dbt-package-path` prints):\n") in text
+    assert install.dbt_package_path() == REPO / "dbt"

@@ -7,7 +7,8 @@
 * :mod:`srdp.dbt.profile`: renders that profile from ``srdp.toml`` (``python -m srdp
   dbt-profile --config srdp.toml``).
 
-The dbt macros themselves are the dbt package in the checkout's ``dbt/`` folder.
+The dbt macros themselves are srdp's dbt package: ``srdp/dbt_package`` in the wheel, the
+checkout's ``dbt/`` folder in a checkout (``python -m srdp dbt-package-path`` prints it).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ In ``profiles.yml`` (``python -m srdp dbt-profile`` writes it)::
       - module: srdp.dbt.plugin
         alias: srdp
         config:
-          extension: /abs/build/release/srdp.duckdb_extension   # default: srdp.extension_path()
+          extension: /abs/path/to/srdp.duckdb_extension   # default: srdp.extension_path()
 
 dbt-duckdb 1.11.1 calls ``configure_connection`` once per database, right after
 ``duckdb.connect(config=config_options)`` and before the ``settings:`` are ``SET`` on each
@@ -24,6 +24,7 @@ from dbt.adapters.duckdb.plugins import BasePlugin
 from duckdb import DuckDBPyConnection
 
 import srdp
+from srdp.dbt.profile import EXTENSION_LOOKUP, extension_not_found
 
 __all__ = ["Plugin"]
 
@@ -33,13 +34,20 @@ class Plugin(BasePlugin):
 
     def initialize(self, plugin_config: dict[str, Any]) -> None:
         configured = plugin_config.get("extension")
+        self.configured = bool(configured)
         self.extension = Path(str(configured)) if configured else srdp.extension_path()
 
     def configure_connection(self, conn: DuckDBPyConnection) -> None:
         if not self.extension.is_file():
-            raise FileNotFoundError(
-                f"srdp.dbt.plugin: srdp extension not found at {self.extension}; build it "
-                "(`make release`) or fix `extension:` in the profile's plugin config"
-            )
+            raise FileNotFoundError(f"srdp.dbt.plugin: {self._not_found()}")
         path = str(self.extension).replace("'", "''")
         conn.execute(f"LOAD '{path}'")
+
+    def _not_found(self) -> str:
+        if not self.configured:
+            return extension_not_found(self.extension)
+        return (
+            f"srdp extension not found at {self.extension}, the profile's plugin config `extension:`; "
+            f"fix it (`python -m srdp dbt-profile` renders the current path) or remove it to use "
+            f"srdp's own lookup ({EXTENSION_LOOKUP})"
+        )

@@ -23,12 +23,24 @@ from pathlib import Path
 import duckdb
 
 import srdp
+from srdp import install
 
-__all__ = ["DbtProfileError", "OwnedSchema", "dbt_schemas", "render_profile"]
+__all__ = ["EXTENSION_LOOKUP", "DbtProfileError", "OwnedSchema", "dbt_schemas", "extension_not_found", "render_profile"]
+
+#: Where srdp looks for its extension file (:func:`srdp.install.find_extension`), first match wins.
+EXTENSION_LOOKUP = (
+    "srdp looks at $SRDP_EXTENSION, then the file its wheel ships, then a checkout's "
+    "build/release/srdp.duckdb_extension; `python -m srdp doctor` shows what it finds"
+)
 
 
 class DbtProfileError(Exception):
     """The profile cannot be rendered (no or several schemas for dbt, no extension)."""
+
+
+def extension_not_found(path: Path) -> str:
+    """The extension file ``path`` that srdp's lookup gave is missing: what to do, where srdp looks."""
+    return f"{install.not_found_message(path)} ({EXTENSION_LOOKUP})"
 
 
 @dataclass(frozen=True)
@@ -71,7 +83,7 @@ def render_profile(
     config = config.resolve()
     extension = srdp.extension_path().resolve()
     if not extension.is_file():
-        raise DbtProfileError(f"srdp extension not found at {extension}; run `make release` or set SRDP_EXTENSION")
+        raise DbtProfileError(extension_not_found(extension))
     owned = dbt_schemas(config, writer)
     chosen = _choose(owned, schema, config, writer)
     options = "\n".join(f"        {key}: {_scalar(value)}" for key, value in srdp.duckdb_config().items())
@@ -82,7 +94,8 @@ def render_profile(
 # i.e. copy, it into the extension directory), DuckLake's extensions are autoloaded from the
 # extension directory and autoinstall is off. srdp's Python package must be importable by dbt.
 #
-# dbt_project.yml of a project that uses it (packages.yml: `- local: <srdp checkout>/dbt`):
+# dbt_project.yml of a project that uses it (its packages.yml: `- local: {install.dbt_package_path()}`,
+# the dbt package `python -m srdp dbt-package-path` prints):
 #   profile: {profile}
 #   dispatch:                     # srdp's overrides: attach, ownership check, DuckLake replaces
 #     - macro_namespace: dbt
