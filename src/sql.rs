@@ -111,15 +111,29 @@ impl MetadataTables {
         format!("{}.{}", self.prefix, Ident::new(name))
     }
 
-    /// Live datasets: `schema_id, schema_name, table_id, table_name`, in (schema, table) order.
-    pub fn datasets(&self) -> String {
+    /// The first read of a maintenance or counting call, in one query: rows of `kind, id1,
+    /// text1, id2, text2`, in no particular order:
+    /// * `dataset`: `schema_id, schema_name, table_id, table_name` of each live table;
+    /// * `schema`: `NULL, schema_name` of each live schema;
+    /// * `inlined`: `NULL, NULL, table_id, table_name` of DuckLake 1.0's registry of inlined
+    ///   insertion tables;
+    /// * `auto_compact`, `target_file_size`: `scope_id, scope, NULL, value` of each such option;
+    /// * `latest`: `NULL, NULL, max(snapshot_id)`.
+    pub fn listing(&self) -> String {
         format!(
-            "SELECT s.schema_id, s.schema_name, t.table_id, t.table_name \
-             FROM {} t JOIN {} s ON t.schema_id = s.schema_id \
+            "SELECT 'dataset' AS kind, s.schema_id AS id1, s.schema_name AS text1, t.table_id AS id2, t.table_name AS text2 \
+             FROM {table} t JOIN {schema} s ON t.schema_id = s.schema_id \
              WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL \
-             ORDER BY s.schema_name, t.table_name",
-            self.table("ducklake_table"),
-            self.table("ducklake_schema")
+             UNION ALL SELECT 'schema', NULL, schema_name, NULL, NULL FROM {schema} WHERE end_snapshot IS NULL \
+             UNION ALL SELECT 'inlined', NULL, NULL, table_id, table_name FROM {inlined} \
+             UNION ALL SELECT key, scope_id, scope, NULL, value FROM {metadata} \
+             WHERE key IN ('auto_compact', 'target_file_size') \
+             UNION ALL SELECT 'latest', NULL, NULL, max(snapshot_id), NULL FROM {snapshot}",
+            table = self.table("ducklake_table"),
+            schema = self.table("ducklake_schema"),
+            inlined = self.table("ducklake_inlined_data_tables"),
+            metadata = self.table("ducklake_metadata"),
+            snapshot = self.table("ducklake_snapshot"),
         )
     }
 
@@ -193,15 +207,6 @@ impl MetadataTables {
         )
     }
 
-    /// The values of every `target_file_size` option (any scope), in bytes as DuckLake stores
-    /// them.
-    pub fn target_file_sizes(&self) -> String {
-        format!(
-            "SELECT value FROM {} WHERE key = 'target_file_size'",
-            self.table("ducklake_metadata")
-        )
-    }
-
     /// The `changes_made` of every snapshot after `snapshot_id` that flushed inlined data.
     pub fn inline_flushes_since(&self, snapshot_id: i64) -> String {
         format!(
@@ -249,14 +254,6 @@ impl MetadataTables {
         format!(
             "SELECT file_id, row_id FROM {}",
             self.table(&format!("ducklake_inlined_delete_{table_id}"))
-        )
-    }
-
-    /// Every `auto_compact` option: `scope, scope_id, value` (scope NULL = catalog-wide).
-    pub fn auto_compact_options(&self) -> String {
-        format!(
-            "SELECT scope, scope_id, value FROM {} WHERE key = 'auto_compact'",
-            self.table("ducklake_metadata")
         )
     }
 
@@ -375,13 +372,6 @@ mod tests {
     fn builds_metadata_queries() {
         let m = MetadataTables::new("my lake", "main");
         assert_eq!(
-            m.datasets(),
-            "SELECT s.schema_id, s.schema_name, t.table_id, t.table_name \
-             FROM \"__ducklake_metadata_my lake\".\"main\".\"ducklake_table\" t \
-             JOIN \"__ducklake_metadata_my lake\".\"main\".\"ducklake_schema\" s ON t.schema_id = s.schema_id \
-             WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL ORDER BY s.schema_name, t.table_name"
-        );
-        assert_eq!(
             m.inlined_counts(&[(1, "ducklake_inlined_data_1_1".into()), (2, "x\"y".into())]),
             "SELECT 1::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_my lake\".\"main\".\"ducklake_inlined_data_1_1\" \
              UNION ALL SELECT 2::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_my lake\".\"main\".\"x\"\"y\""
@@ -401,8 +391,15 @@ mod tests {
             "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false"
         );
         assert_eq!(
-            m.target_file_sizes(),
-            "SELECT value FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_metadata\" WHERE key = 'target_file_size'"
+            m.listing(),
+            "SELECT 'dataset' AS kind, s.schema_id AS id1, s.schema_name AS text1, t.table_id AS id2, t.table_name AS text2 \
+             FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_table\" t JOIN \"__ducklake_metadata_l\".\"meta\".\"ducklake_schema\" s ON t.schema_id = s.schema_id \
+             WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL \
+             UNION ALL SELECT 'schema', NULL, schema_name, NULL, NULL FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_schema\" WHERE end_snapshot IS NULL \
+             UNION ALL SELECT 'inlined', NULL, NULL, table_id, table_name FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_inlined_data_tables\" \
+             UNION ALL SELECT key, scope_id, scope, NULL, value FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_metadata\" \
+             WHERE key IN ('auto_compact', 'target_file_size') \
+             UNION ALL SELECT 'latest', NULL, NULL, max(snapshot_id), NULL FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_snapshot\""
         );
         assert_eq!(
             m.latest_snapshot(),

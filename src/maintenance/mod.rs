@@ -40,6 +40,23 @@ pub struct Lake<'a> {
     seen: std::cell::Cell<Option<i64>>,
     /// Snapshots srdp's own steps certainly committed since `seen` (see [`Lake::settle`]).
     own: std::cell::Cell<i64>,
+    /// The call's first read (see [`Lake::listing`]).
+    listing: std::cell::OnceCell<Listing>,
+}
+
+/// What the first read of a call says about the catalog ([`MetadataTables::listing`]).
+#[derive(Debug, Clone, Default)]
+struct Listing {
+    /// Live datasets, in (schema, table) order.
+    datasets: Vec<Dataset>,
+    /// Live schema names, in order.
+    schemas: Vec<String>,
+    /// DuckLake's registry of inlined insertion tables: `table_id, table_name`.
+    registry: Vec<(i64, String)>,
+    auto_compact: Vec<AutoCompactOption>,
+    /// Every `target_file_size` option, at any scope.
+    target_sizes: Vec<String>,
+    latest: Option<i64>,
 }
 
 /// Inlined insertion records of one dataset.
@@ -75,6 +92,7 @@ impl<'a> Lake<'a> {
             meta: MetadataTables::new(&spec.alias, &spec.metadata_schema),
             seen: std::cell::Cell::new(None),
             own: std::cell::Cell::new(0),
+            listing: std::cell::OnceCell::new(),
         }
     }
 
@@ -162,18 +180,66 @@ impl<'a> Lake<'a> {
         rows.collect::<duckdb::Result<Vec<T>>>().map_err(failed)
     }
 
+    /// The call's first read, in one metadata query, made once per call: datasets, schemas, the
+    /// inlined-table registry, the options maintenance needs and the latest snapshot.
+    fn listing(&self) -> Result<&Listing> {
+        if let Some(listing) = self.listing.get() {
+            return Ok(listing);
+        }
+        type Row = (
+            String,
+            Option<i64>,
+            Option<String>,
+            Option<i64>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = self.read(&self.meta.listing(), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        let mut listing = Listing::default();
+        for (kind, id1, text1, id2, text2) in rows {
+            match (kind.as_str(), id1, text1, id2, text2) {
+                ("dataset", Some(schema_id), Some(schema), Some(table_id), Some(table)) => {
+                    listing.datasets.push(Dataset {
+                        schema_id,
+                        schema,
+                        table_id,
+                        table,
+                    })
+                }
+                ("schema", _, Some(schema), _, _) => listing.schemas.push(schema),
+                ("inlined", _, _, Some(table_id), Some(name)) => {
+                    listing.registry.push((table_id, name))
+                }
+                ("auto_compact", scope_id, scope, _, Some(value)) => {
+                    listing.auto_compact.push(AutoCompactOption {
+                        scope,
+                        scope_id,
+                        value,
+                    })
+                }
+                ("target_file_size", _, _, _, Some(value)) => listing.target_sizes.push(value),
+                ("latest", _, _, latest, _) => listing.latest = latest,
+                _ => {}
+            }
+        }
+        listing
+            .datasets
+            .sort_by(|a, b| (&a.schema, &a.table).cmp(&(&b.schema, &b.table)));
+        listing.schemas.sort();
+        Ok(self.listing.get_or_init(|| listing))
+    }
+
     /// The datasets selected by schema and table name (see [`plan::select`]).
     pub fn select(&self, schema: Option<&str>, table: Option<&str>) -> Result<Vec<Dataset>> {
-        let all = self.read(&self.meta.datasets(), |r| {
-            Ok(Dataset {
-                schema_id: r.get(0)?,
-                schema: r.get(1)?,
-                table_id: r.get(2)?,
-                table: r.get(3)?,
-            })
-        })?;
-        let schemas = self.read(&self.meta.schemas(), |r| r.get::<_, String>(0))?;
-        plan::select(&self.spec.catalog, &all, &schemas, schema, table)
+        let listing = self.listing()?;
+        plan::select(
+            &self.spec.catalog,
+            &listing.datasets,
+            &listing.schemas,
+            schema,
+            table,
+        )
     }
 
     /// Inlined insertion records per table id, for the given datasets (missing = zero).
@@ -183,11 +249,15 @@ impl<'a> Lake<'a> {
     pub fn inlined(&self, datasets: &[Dataset]) -> Result<BTreeMap<i64, Inlined>> {
         let wanted: std::collections::BTreeSet<i64> = datasets.iter().map(|d| d.table_id).collect();
         let mut last = None;
-        for _ in 0..3 {
-            let registry: Vec<(i64, String)> = self
-                .read(&self.meta.inlined_registry(), |r| {
+        for attempt in 0..3 {
+            let registry: Vec<(i64, String)> = if attempt == 0 {
+                self.listing()?.registry.clone()
+            } else {
+                self.read(&self.meta.inlined_registry(), |r| {
                     Ok((r.get(0)?, r.get(1)?))
                 })?
+            };
+            let registry: Vec<(i64, String)> = registry
                 .into_iter()
                 .filter(|(id, _)| wanted.contains(id))
                 .collect();
@@ -217,15 +287,19 @@ impl<'a> Lake<'a> {
         Ok(counts.first().copied().unwrap_or(0))
     }
 
-    /// Every `auto_compact` option of the catalog.
+    /// Every `auto_compact` option of the catalog (from the call's first read).
     pub fn auto_compact_options(&self) -> Result<Vec<AutoCompactOption>> {
-        self.read(&self.meta.auto_compact_options(), |r| {
-            Ok(AutoCompactOption {
-                scope: r.get(0)?,
-                scope_id: r.get(1)?,
-                value: r.get(2)?,
-            })
-        })
+        Ok(self.listing()?.auto_compact.clone())
+    }
+
+    /// Every `target_file_size` option of the catalog (from the call's first read).
+    pub fn target_size_options(&self) -> Result<Vec<String>> {
+        Ok(self.listing()?.target_sizes.clone())
+    }
+
+    /// The latest snapshot the call's first read saw.
+    pub fn listed_snapshot(&self) -> Result<Option<i64>> {
+        Ok(self.listing()?.latest)
     }
 
     /// Runs one maintenance statement for `dataset` with srdp's retry policy.

@@ -134,7 +134,7 @@ impl Lake<'_> {
         for (id, inlined) in self.inlined(datasets)? {
             states.entry(id).or_default().inlined_rows = inlined.rows;
         }
-        let options = self.read(&self.meta.target_file_sizes(), |r| r.get::<_, String>(0))?;
+        let options = self.target_size_options()?;
         let setting = self
             .read(
                 "SELECT value FROM duckdb_settings() WHERE name = 'ducklake_target_file_size'",
@@ -192,7 +192,8 @@ impl Lake<'_> {
                 state.inline_deletions = n;
             }
         }
-        let latest = self.latest_snapshot()?;
+        // The first read's snapshot: anything committed since then is not srdp's (see settle).
+        let latest = self.listed_snapshot()?;
         if let (Some(seen), Some(latest)) = (self.seen.get(), latest) {
             if latest > seen {
                 let since = self.read(&self.meta.inline_flushes_since(seen), |r| {
