@@ -51,6 +51,21 @@ FILES_PER_TXN = 100
 MAIN_META = "__ducklake_metadata_lake.main"
 
 
+# srdp_catalog_pressure's threshold in the pressure scenario: below the inlined rows of every
+# dataset, so every dataset is reported.
+PRESSURE_THRESHOLD = 150
+
+
+def hand_pressure_sql(meta: str = MAIN_META) -> str:
+    """The pressure check a user writes by hand, after ``hand_count_sql``'s SET VARIABLE: the
+    datasets (by name) whose inlined rows exceed the threshold."""
+    return (
+        f"SELECT t.table_name, sum(q.n) AS inlined_rows FROM query(getvariable('ducklake_inlined_count_sql')) q "
+        f"JOIN {meta}.ducklake_table t ON t.table_id = q.table_id AND t.end_snapshot IS NULL "
+        f"GROUP BY t.table_name HAVING sum(q.n) > {PRESSURE_THRESHOLD}"
+    )
+
+
 def hand_count_sql(meta: str = MAIN_META) -> list[str]:
     """The inlined-row count a user writes by hand, over the metadata schema ``meta``."""
     return [
@@ -207,12 +222,17 @@ def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> 
     for _ in range(repeats):
         start = time.perf_counter()
         if side == "srdp":
-            fn = {"count": "srdp_inlined_row_count", "flush": "srdp_flush", "compact": "srdp_compact"}[op]
-            cur = con.sql(f"SELECT * FROM {fn}('lake')")
+            call = {"count": "srdp_inlined_row_count('lake')", "flush": "srdp_flush('lake')",
+                    "compact": "srdp_compact('lake')",
+                    "pressure": f"srdp_catalog_pressure('lake', threshold := {PRESSURE_THRESHOLD})"}[op]
+            cur = con.sql(f"SELECT * FROM {call}")
             cols, rows = cur.columns, cur.fetchall()
         elif op == "count":
             con.execute(count_sql[0])
             cols, rows = ["table_id", "n"], con.sql(count_sql[1]).fetchall()
+        elif op == "pressure":
+            con.execute(count_sql[0])
+            cols, rows = ["table_name", "inlined_rows"], con.sql(hand_pressure_sql(meta)).fetchall()
         else:
             tables = [r[0] for r in con.sql(
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
@@ -233,7 +253,9 @@ def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> 
         times.append(time.perf_counter() - start)
     rss_peak = _peak_rss_mb()
     result = [dict(zip(cols, r)) for r in rows]
-    if op == "count":
+    if op == "pressure":
+        detail["counts"] = {r["table_name"]: int(r["inlined_rows"]) for r in result}
+    elif op == "count":
         if side == "srdp":
             detail["counts"] = {r["table_name"]: r["inlined_rows"] for r in result}
         else:
@@ -342,14 +364,20 @@ def side_summary(runs: list[dict]) -> dict:
     return s
 
 
-def scenario_count(work: Path, pristine: dict, repeats: int, turn: int) -> dict:
+def scenario_count(work: Path, pristine: dict, repeats: int, turn: int, op: str = "count") -> dict:
     """Both sides on the same (pristine) lake, one process each, `repeats` calls, median."""
     root = work / "srdp"
     out = {}
     for side in order_for(turn):
-        out[side] = spawn({"mode": "run", "side": side, "op": "count", "root": str(root),
+        out[side] = spawn({"mode": "run", "side": side, "op": op, "root": str(root),
                            "override": False, "repeats": repeats})
     expected = {name: t["inlined"] for name, t in pristine.items()}
+    if op == "pressure":
+        over = {k: v for k, v in expected.items() if v > PRESSURE_THRESHOLD}
+        check(out["srdp"]["counts"] == over == out["plain"]["counts"],
+              "pressure: srdp_catalog_pressure and the hand-written query differ from the lake's inlined rows")
+        return {"files": None, "rows": sum(over.values()),
+                "sides": {side: side_summary([r]) for side, r in out.items()}}
     check(out["srdp"]["counts"] == expected,
           "count: srdp_inlined_row_count differs from the lake's inlined rows")
     names = {str(t["table_id"]): name for name, t in pristine.items()}
@@ -432,6 +460,8 @@ def main() -> int:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="small scale (5 and 20 datasets, 300 files)")
     ap.add_argument("--datasets", help="comma-separated dataset counts (default 10,100,1000)")
+    ap.add_argument("--scenarios", default="count,pressure,flush,compact",
+                    help="comma-separated scenarios at each dataset scale (default: all four)")
     ap.add_argument("--files", type=int, help="files in the many-files lake (default 10000; 0 = skip)")
     ap.add_argument("--repeats", type=int, help="flush/compact repetitions per scale (default 3 up to 10 datasets, else 1)")
     ap.add_argument("--workdir", help="where to build the lakes (default: a new folder in $TMPDIR)")
@@ -476,15 +506,15 @@ def main() -> int:
                   f"{summary['inlined']:,} inlined rows in {b['build_s']:.1f} s", flush=True)
             datasets = n if kind == "datasets" else 1
             if kind == "datasets":
-                scenarios = ["count", "flush", "compact"]
+                scenarios = [sc for sc in ("count", "pressure", "flush", "compact") if sc in args.scenarios.split(",")]
                 reps = args.repeats or (3 if n <= 10 else 1)
             else:
                 scenarios = ["compact"]
                 reps = args.repeats or 1
             for sc in scenarios:
                 ts = time.perf_counter()
-                if sc == "count":
-                    r = scenario_count(work, pristine, repeats=5 if n <= 100 else 3, turn=turn)
+                if sc in ("count", "pressure"):
+                    r = scenario_count(work, pristine, repeats=5 if n <= 100 else 3, turn=turn, op=sc)
                 else:
                     r = scenario_maintain(sc, work, backup, pristine, reps, turn)
                 turn += 1
@@ -492,7 +522,7 @@ def main() -> int:
                 s, p = r["sides"]["srdp"]["median_s"], r["sides"]["plain"]["median_s"]
                 r.update({"scenario": name, "kind": kind, "datasets": datasets, "op": sc,
                           "ratio": s / p if p > 0 else float("nan"), "check": "ok",
-                          "repeats": reps if sc != "count" else len(r["sides"]["srdp"]["seconds"]),
+                          "repeats": reps if sc not in ("count", "pressure") else len(r["sides"]["srdp"]["seconds"]),
                           "scenario_wall_s": time.perf_counter() - ts})
                 results.append(r)
                 print(f"  {name:<22} datasets={datasets:<5} srdp {s:8.3f} s  plain {p:8.3f} s  "
