@@ -165,17 +165,75 @@ pub struct AutoCompactOption {
     pub value: String,
 }
 
+/// Where an option is set: on one table, one schema, or the whole catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionScope {
+    Table,
+    Schema,
+    Catalog,
+}
+
+/// How srdp treats a dataset in a maintenance call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upkeep {
+    /// DuckLake maintains it.
+    Maintained,
+    /// `auto_compact = false` at this scope excludes it from DuckLake's bulk calls; srdp's steps
+    /// are explicit, so they override it for the step (the platform's decision, ADR 000).
+    Explicit(OptionScope),
+    /// Excluded, and the caller asked srdp to honour that (`honor_auto_compact := true`).
+    Skipped,
+}
+
+impl Upkeep {
+    /// Whether srdp runs the dataset's steps.
+    pub fn runs(self) -> bool {
+        self != Upkeep::Skipped
+    }
+
+    /// The scope whose `auto_compact = false` the steps override.
+    pub fn explicit(self) -> Option<OptionScope> {
+        match self {
+            Upkeep::Explicit(scope) => Some(scope),
+            _ => None,
+        }
+    }
+}
+
+/// How srdp treats `dataset` (see [`Upkeep`]).
+pub fn upkeep(
+    options: &[AutoCompactOption],
+    dataset: &Dataset,
+    honor_auto_compact: bool,
+) -> Upkeep {
+    match auto_compact_excluded_at(options, dataset) {
+        None => Upkeep::Maintained,
+        Some(_) if honor_auto_compact => Upkeep::Skipped,
+        Some(scope) => Upkeep::Explicit(scope),
+    }
+}
+
 /// Whether DuckLake will maintain `dataset`: table option, else schema, else catalog, else true.
 pub fn auto_compact(options: &[AutoCompactOption], dataset: &Dataset) -> bool {
+    auto_compact_excluded_at(options, dataset).is_none()
+}
+
+/// The scope of the `auto_compact = false` that makes DuckLake skip `dataset` (the table's
+/// option, else its schema's, else the catalog's decides), `None` when DuckLake maintains it.
+pub fn auto_compact_excluded_at(
+    options: &[AutoCompactOption],
+    dataset: &Dataset,
+) -> Option<OptionScope> {
     let find = |scope: Option<&str>, id: Option<i64>| {
         options
             .iter()
             .find(|o| o.scope.as_deref() == scope && (scope.is_none() || o.scope_id == id))
     };
-    let option = find(Some("table"), Some(dataset.table_id))
-        .or_else(|| find(Some("schema"), Some(dataset.schema_id)))
-        .or_else(|| find(None, None));
-    option.is_none_or(|o| !o.value.eq_ignore_ascii_case("false"))
+    let (option, scope) = find(Some("table"), Some(dataset.table_id))
+        .map(|o| (o, OptionScope::Table))
+        .or_else(|| find(Some("schema"), Some(dataset.schema_id)).map(|o| (o, OptionScope::Schema)))
+        .or_else(|| find(None, None).map(|o| (o, OptionScope::Catalog)))?;
+    option.value.eq_ignore_ascii_case("false").then_some(scope)
 }
 
 /// Row ids of deletes lost to a merge (see `maintenance::Lake::reapply_lost_deletes`): inline
@@ -380,6 +438,42 @@ mod tests {
         for m in fatal {
             assert_eq!(classify(m), Failure::Fatal, "{m}");
         }
+    }
+
+    #[test]
+    fn the_deciding_false_is_found_at_its_scope() {
+        let t = ds(7, "raw", 3, "events");
+        let opt = |scope: Option<&str>, id: Option<i64>, v: &str| AutoCompactOption {
+            scope: scope.map(Into::into),
+            scope_id: id,
+            value: v.into(),
+        };
+        let global = opt(None, None, "false");
+        let schema = opt(Some("schema"), Some(7), "false");
+        let table = opt(Some("table"), Some(3), "false");
+        assert_eq!(auto_compact_excluded_at(&[], &t), None);
+        assert_eq!(
+            auto_compact_excluded_at(std::slice::from_ref(&global), &t),
+            Some(OptionScope::Catalog)
+        );
+        assert_eq!(
+            auto_compact_excluded_at(&[global.clone(), schema.clone()], &t),
+            Some(OptionScope::Schema)
+        );
+        assert_eq!(
+            auto_compact_excluded_at(&[global, schema, table], &t),
+            Some(OptionScope::Table)
+        );
+        assert_eq!(
+            auto_compact_excluded_at(
+                &[
+                    opt(Some("schema"), Some(7), "false"),
+                    opt(Some("table"), Some(3), "true")
+                ],
+                &t
+            ),
+            None
+        );
     }
 
     #[test]

@@ -335,45 +335,49 @@ impl Inner {
         }
     }
 
-    /// DETACH, then ATTACH with a bounded retry: on a DuckDB-file catalog the ATTACH fails
-    /// while another connection holds an open transaction on the lake, and the catalog must not
-    /// be left detached without saying so.
+    /// See [`reattach`].
     fn reattach(&self, spec: &AttachSpec) -> Result<()> {
-        self.conn
-            .execute_batch(&spec.detach_sql())
-            .map_err(|e| SrdpError::duckdb(format!("detaching '{}' failed", spec.alias), e))?;
-        let started = Instant::now();
-        let mut jitter = crate::retry::Jitter::from_clock();
-        let mut attempt = 0;
-        let last = loop {
-            attempt += 1;
-            let message = match self.conn.execute_batch(&spec.sql) {
-                Ok(()) => return Ok(()),
-                Err(e) => crate::redact::redact(&e.to_string()),
-            };
-            // Bounded by the attempt cap and at most 30 s: a lake must not stay detached for
-            // the whole maintenance budget while someone holds a transaction open.
-            let budget = crate::retry::RetryPolicy {
-                max_retry: spec.retry.max_retry.min(REATTACH_BUDGET),
-                ..spec.retry
-            };
-            match budget.next_wait(attempt, started.elapsed(), jitter.draw()) {
-                Some(wait) => std::thread::sleep(wait),
-                None => break message,
-            }
-        };
-        Err(SrdpError::DuckDb {
-            context: format!(
-                "catalog '{}' is now DETACHED from alias '{}': re-attaching failed {} times over {} ms. \
-                 Another connection probably holds an open transaction on it; commit or roll it \
-                 back, then call srdp_attach_catalog('{}', refresh := true). Last error",
-                spec.catalog,
-                spec.alias,
-                attempt,
-                started.elapsed().as_millis(),
-                spec.catalog
-            ),
-            message: last,
-        })
+        reattach(&self.conn, spec)
     }
+}
+
+/// DETACH, then ATTACH with a bounded retry: on a DuckDB-file catalog the ATTACH fails
+/// while another connection holds an open transaction on the lake, and the catalog must not
+/// be left detached without saying so.
+pub fn reattach(conn: &Connection, spec: &AttachSpec) -> Result<()> {
+    conn.execute_batch(&spec.detach_sql())
+        .map_err(|e| SrdpError::duckdb(format!("detaching '{}' failed", spec.alias), e))?;
+    let started = Instant::now();
+    let mut jitter = crate::retry::Jitter::from_clock();
+    let mut attempt = 0;
+    let last = loop {
+        attempt += 1;
+        let message = match conn.execute_batch(&spec.sql) {
+            Ok(()) => return Ok(()),
+            Err(e) => crate::redact::redact(&e.to_string()),
+        };
+        // Bounded by the attempt cap and at most 30 s: a lake must not stay detached for
+        // the whole maintenance budget while someone holds a transaction open.
+        let budget = crate::retry::RetryPolicy {
+            max_retry: spec.retry.max_retry.min(REATTACH_BUDGET),
+            ..spec.retry
+        };
+        match budget.next_wait(attempt, started.elapsed(), jitter.draw()) {
+            Some(wait) => std::thread::sleep(wait),
+            None => break message,
+        }
+    };
+    Err(SrdpError::DuckDb {
+        context: format!(
+            "catalog '{}' is now DETACHED from alias '{}': re-attaching failed {} times over {} ms. \
+             Another connection probably holds an open transaction on it; commit or roll it \
+             back, then call srdp_attach_catalog('{}', refresh := true). Last error",
+            spec.catalog,
+            spec.alias,
+            attempt,
+            started.elapsed().as_millis(),
+            spec.catalog
+        ),
+        message: last,
+    })
 }

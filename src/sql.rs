@@ -296,6 +296,24 @@ pub fn session_setting(setting: &Ident, value: Option<&Literal>) -> String {
     }
 }
 
+/// Sets the `auto_compact` option of lake `alias` at one scope: the table `schema.table`, the
+/// schema `schema`, or the whole catalog.
+pub fn set_auto_compact(
+    alias: &Ident,
+    value: bool,
+    scope: crate::plan::OptionScope,
+    schema: &Literal,
+    table: &Literal,
+) -> String {
+    use crate::plan::OptionScope;
+    let target = match scope {
+        OptionScope::Table => format!(", schema => {schema}, table_name => {table}"),
+        OptionScope::Schema => format!(", schema => {schema}"),
+        OptionScope::Catalog => String::new(),
+    };
+    format!("CALL {alias}.set_option('auto_compact', {value}{target})")
+}
+
 /// Merges one dataset's adjacent small files; returns `files_processed, files_created`.
 pub fn merge(alias: &Literal, schema: &Literal, table: &Literal) -> String {
     format!(
@@ -486,6 +504,19 @@ mod tests {
         assert_eq!(
             session_setting(&Ident::new("ducklake_target_file_size"), None),
             "RESET SESSION \"ducklake_target_file_size\""
+        );
+        let (l, sch, tab) = (Ident::new("l"), Literal::new("raw"), Literal::new("it's"));
+        assert_eq!(
+            set_auto_compact(&l, true, crate::plan::OptionScope::Table, &sch, &tab),
+            "CALL \"l\".set_option('auto_compact', true, schema => 'raw', table_name => 'it''s')"
+        );
+        assert_eq!(
+            set_auto_compact(&l, false, crate::plan::OptionScope::Schema, &sch, &tab),
+            "CALL \"l\".set_option('auto_compact', false, schema => 'raw')"
+        );
+        assert_eq!(
+            set_auto_compact(&l, true, crate::plan::OptionScope::Catalog, &sch, &tab),
+            "CALL \"l\".set_option('auto_compact', true)"
         );
         assert_eq!(
             merge(&a, &s, &t),

@@ -1,4 +1,5 @@
-//! `srdp_compact(catalog, schema_name :=, table_name :=, dry_run := false)`: flushes, then
+//! `srdp_compact(catalog, schema_name :=, table_name :=, dry_run := false,
+//! honor_auto_compact := false)`: flushes, then
 //! merges adjacent small Parquet files, one dataset at a time.
 //!
 //! For each selected dataset, in (schema, table) order: `ducklake_flush_inlined_data` (commits
@@ -13,11 +14,19 @@
 //! NULL for a dry run), `attempts BIGINT` (the most attempts any step needed; 1 = no retry),
 //! `duration_ms BIGINT`, `status` (`compacted`, `nothing to do`, `planned`,
 //! `skipped: auto_compact is false`; a flush of inline deletion markers adds `; N inline
-//! deletion markers written to a delete file`).
+//! deletion markers written to a delete file`; an explicit step adds `; explicit: auto_compact
+//! is false for bulk calls only`).
+//! `auto_compact = false` (table, schema or catalog option) excludes a dataset from DuckLake's
+//! bulk calls, and DuckLake 1.0 skips it even when it is named. srdp's steps name one dataset
+//! each, so they are explicit (ADR 000): each step sets the option to true at the scope that
+//! holds the false and back to false inside its own transaction, which leaves the catalog's
+//! options exactly as they were; after a failed attempt srdp re-attaches the catalog (DuckLake
+//! keeps the flipped value in memory after a ROLLBACK). `honor_auto_compact := true` skips such
+//! datasets instead (`skipped: auto_compact is false`).
 //! srdp reads the catalog once per call ([`crate::maintenance::planner`]) and calls DuckLake only
 //! for steps that may do something: no flush without inlined rows or deletion markers, no merge
 //! without two small files in one partition (unless the flush just wrote files), none for a
-//! dataset DuckLake skips (`auto_compact = false`). `attempts` is 0 when srdp called nothing.
+//! skipped dataset. `attempts` is 0 when srdp called nothing.
 //! The calling session's DuckLake settings (`ducklake_target_file_size`, ...; see
 //! [`crate::maintenance::CALLER_SETTINGS`]) apply to srdp's steps for the call, session or global.
 //! Errors: as `srdp_flush`.
@@ -40,6 +49,8 @@ pub struct Compact;
 pub struct Bound {
     sel: Selection,
     dry_run: bool,
+    /// Skip datasets DuckLake excludes with `auto_compact = false`, as DuckLake's bulk calls do.
+    honor_auto_compact: bool,
     /// The caller's DuckLake settings (see [`crate::maintenance::CALLER_SETTINGS`]).
     settings: Vec<(String, Option<String>)>,
 }
@@ -55,6 +66,10 @@ impl SrdpFunction for Compact {
     fn named() -> Vec<(&'static str, LogicalTypeHandle)> {
         let mut named = Selection::named();
         named.push(("dry_run", LogicalTypeHandle::from(LogicalTypeId::Boolean)));
+        named.push((
+            "honor_auto_compact",
+            LogicalTypeHandle::from(LogicalTypeId::Boolean),
+        ));
         named
     }
 
@@ -78,6 +93,7 @@ impl SrdpFunction for Compact {
         Ok(Bound {
             sel: Selection::bind(args)?,
             dry_run: args.boolean("dry_run")?.unwrap_or(false),
+            honor_auto_compact: args.boolean("honor_auto_compact")?.unwrap_or(false),
             settings: args.caller_settings(crate::maintenance::CALLER_SETTINGS),
         })
     }
@@ -93,21 +109,21 @@ impl SrdpFunction for Compact {
             let mut done = Vec::new();
             for d in &datasets {
                 let start = Instant::now();
-                let auto = plan::auto_compact(&options, d);
+                let upkeep = plan::upkeep(&options, d, b.honor_auto_compact);
                 let state = planned.state(d.table_id);
                 let cells = if b.dry_run {
                     vec![
-                        (if auto { state.inlined_rows } else { 0 }).into(),
+                        (if upkeep.runs() { state.inlined_rows } else { 0 }).into(),
                         state.files.into(),
                         Cell::Null,
                         Cell::Null,
                         Cell::Null,
                         0i64.into(),
                         elapsed_ms(start).into(),
-                        plan::planned_status(auto).into(),
+                        plan::planned_status(upkeep.runs()).into(),
                     ]
                 } else {
-                    compact_one(lake, d, state, auto, &done, start)?
+                    compact_one(lake, d, state, upkeep, &done, start)?
                 };
                 let mut row: Vec<Cell> = vec![
                     b.sel.catalog.clone().into(),
@@ -124,19 +140,20 @@ impl SrdpFunction for Compact {
 }
 
 /// Flush and merge of one dataset, each called only when the plan cannot prove it idle (and
-/// neither when DuckLake would skip the dataset for `auto_compact = false`).
+/// neither for a dataset `auto_compact = false` excludes when the caller honours that).
 fn compact_one(
     lake: &Lake,
     d: &plan::Dataset,
     state: DatasetState,
-    auto: bool,
+    upkeep: plan::Upkeep,
     done: &[String],
     start: Instant,
 ) -> Result<Vec<Cell>> {
     let mut attempts = 0;
     let (mut flushed, mut markers) = (0, 0);
+    let auto = upkeep.runs();
     if auto && state.has_flush_work() {
-        let step = lake.flush(d, "srdp_compact", done)?;
+        let step = lake.flush(d, "srdp_compact", upkeep.explicit(), done)?;
         attempts = step.attempts;
         flushed = step.value;
         markers = lake.markers_flushed(d.table_id, state)?;
@@ -148,7 +165,7 @@ fn compact_one(
     let mut merged_from = None;
     if auto && state.may_merge(flushed > 0) {
         let (live, starts) = lake.file_row_starts(d)?;
-        let merged = lake.merge(d, done)?;
+        let merged = lake.merge(d, upkeep.explicit(), done)?;
         attempts = attempts.max(merged.attempts);
         (processed, created) = merged.value;
         if processed > 0 {
@@ -171,6 +188,9 @@ fn compact_one(
         lake.files(d)?
     };
     let mut status = planner::compact_status(flushed, markers, processed, auto);
+    if upkeep.explicit().is_some() && (flushed > 0 || markers > 0 || processed > 0) {
+        status.push_str(planner::EXPLICIT_NOTE);
+    }
     if reapplied > 0 {
         status.push_str(&format!(
             "; re-applied {reapplied} deletes lost to a concurrent merge (DuckLake 1.0 defect)"

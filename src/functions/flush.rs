@@ -1,11 +1,14 @@
-//! `srdp_flush(catalog, schema_name :=, table_name :=, dry_run := false)`: writes inlined rows
+//! `srdp_flush(catalog, schema_name :=, table_name :=, dry_run := false,
+//! honor_auto_compact := false)`: writes inlined rows
 //! out to Parquet, one dataset at a time.
 //!
 //! For each selected dataset, in (schema, table) order, one
 //! `ducklake_flush_inlined_data(alias, schema_name => ..., table_name => ...)` that commits on
 //! its own, retried on transaction conflicts and busy catalogs (`max_retry_seconds`, doubling waits
 //! from `retry_backoff_ms`, capped at 250 ms, jittered). Never expires snapshots or deletes files.
-//! The calling session's DuckLake settings apply to the call, as for `srdp_compact`.
+//! The calling session's DuckLake settings apply to the call, and datasets excluded by
+//! `auto_compact = false` are flushed explicitly unless `honor_auto_compact := true`, as for
+//! `srdp_compact`.
 //! Parameters: `catalog` (attached as writer, except for a dry run), `schema_name :=`,
 //! `table_name :=`, `dry_run := false` (true: return the planned rows, change nothing),
 //! `config :=`.
@@ -33,6 +36,8 @@ pub struct Flush;
 pub struct Bound {
     sel: Selection,
     dry_run: bool,
+    /// Skip datasets DuckLake excludes with `auto_compact = false`, as DuckLake's bulk calls do.
+    honor_auto_compact: bool,
     /// The caller's DuckLake settings (see [`crate::maintenance::CALLER_SETTINGS`]).
     settings: Vec<(String, Option<String>)>,
 }
@@ -48,6 +53,10 @@ impl SrdpFunction for Flush {
     fn named() -> Vec<(&'static str, LogicalTypeHandle)> {
         let mut named = Selection::named();
         named.push(("dry_run", LogicalTypeHandle::from(LogicalTypeId::Boolean)));
+        named.push((
+            "honor_auto_compact",
+            LogicalTypeHandle::from(LogicalTypeId::Boolean),
+        ));
         named
     }
 
@@ -67,6 +76,7 @@ impl SrdpFunction for Flush {
         Ok(Bound {
             sel: Selection::bind(args)?,
             dry_run: args.boolean("dry_run")?.unwrap_or(false),
+            honor_auto_compact: args.boolean("honor_auto_compact")?.unwrap_or(false),
             settings: args.caller_settings(crate::maintenance::CALLER_SETTINGS),
         })
     }
@@ -82,7 +92,7 @@ impl SrdpFunction for Flush {
             let planned = lake.plan(&datasets)?;
             if b.dry_run {
                 for d in &datasets {
-                    let auto = plan::auto_compact(&options, d);
+                    let auto = plan::upkeep(&options, d, b.honor_auto_compact).runs();
                     let planned = if auto {
                         planned.state(d.table_id).inlined_rows
                     } else {
@@ -102,12 +112,13 @@ impl SrdpFunction for Flush {
             let mut committed = false;
             for d in &datasets {
                 let start = Instant::now();
-                let auto = plan::auto_compact(&options, d);
+                let upkeep = plan::upkeep(&options, d, b.honor_auto_compact);
+                let auto = upkeep.runs();
                 let state = planned.state(d.table_id);
                 // DuckLake skips a dataset with auto_compact = false, and one without inlined
                 // rows or deletion markers has nothing to flush: no call for either.
                 let (flushed, attempts) = if auto && state.has_flush_work() {
-                    let step = lake.flush(d, "srdp_flush", &done)?;
+                    let step = lake.flush(d, "srdp_flush", upkeep.explicit(), &done)?;
                     (step.value, step.attempts)
                 } else {
                     (0, 0)
@@ -124,6 +135,9 @@ impl SrdpFunction for Flush {
                 let mut status = plan::flush_status(flushed + markers, auto).to_string();
                 if markers > 0 {
                     status.push_str(&format!("; {}", planner::markers_note(markers)));
+                }
+                if upkeep.explicit().is_some() && (flushed > 0 || markers > 0) {
+                    status.push_str(planner::EXPLICIT_NOTE);
                 }
                 rows.push(row(
                     &b.sel.catalog,

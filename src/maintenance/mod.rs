@@ -12,7 +12,7 @@ pub mod planner;
 use crate::attach::AttachSpec;
 use crate::audit;
 use crate::error::{Result, SrdpError};
-use crate::plan::{self, AutoCompactOption, Dataset, Failure};
+use crate::plan::{self, AutoCompactOption, Dataset, Failure, OptionScope};
 use crate::retry::Jitter;
 use crate::sql::{self, Ident, Literal, MetadataTables};
 use duckdb::Connection;
@@ -71,10 +71,17 @@ pub struct Inlined {
 pub enum StepMode<'a> {
     /// One autocommit statement.
     Autocommit,
-    /// `BEGIN TRANSACTION`, this statement (the `CALL ... set_commit_message` that labels the
-    /// snapshot with srdp's author, [`crate::audit::MAINTENANCE_AUTHOR`]), the step's statement
-    /// bound and executed, `COMMIT`.
-    BoundInOneTransaction(&'a str),
+    /// `BEGIN TRANSACTION`, `before` (the `CALL ... set_commit_message` that labels the
+    /// snapshot with srdp's author, [`crate::audit::MAINTENANCE_AUTHOR`], and for an explicit
+    /// step the `auto_compact = true` at the scope that holds the `false`), the step's statement
+    /// bound and executed, `after` (the `auto_compact = false` back, or nothing), `COMMIT`.
+    BoundInOneTransaction {
+        before: &'a str,
+        after: &'a str,
+        /// The step flips `auto_compact`: after a failed attempt the catalog is re-attached,
+        /// because DuckLake keeps the flipped value in memory after a ROLLBACK.
+        flips: bool,
+    },
 }
 
 /// The outcome of a step that may have been retried.
@@ -319,11 +326,16 @@ impl<'a> Lake<'a> {
         loop {
             attempt += 1;
             let outcome = match mode {
-                StepMode::BoundInOneTransaction(label) => {
-                    run_in_one_transaction(self.conn, label, statement, &row)
+                StepMode::BoundInOneTransaction { before, after, .. } => {
+                    run_in_one_transaction(self.conn, before, statement, after, &row)
                 }
                 StepMode::Autocommit => self.conn.query_row(statement, [], &row),
             };
+            if outcome.is_err()
+                && matches!(mode, StepMode::BoundInOneTransaction { flips: true, .. })
+            {
+                crate::runner::reattach(self.conn, self.spec)?;
+            }
             let message = match outcome {
                 Ok(value) => {
                     return Ok(Stepped {
@@ -392,17 +404,33 @@ impl<'a> Lake<'a> {
     /// autocommit connection duckdb-rs binds and executes in two transactions, and DuckLake 1.0
     /// then commits a flush of both inline deletion markers and inlined rows as two snapshots
     /// where the plain call makes one (`test_maintenance_planner.py` compares them).
-    pub fn flush(&self, dataset: &Dataset, caller: &str, done: &[String]) -> Result<Stepped<i64>> {
+    /// `explicit`: the scope of the `auto_compact = false` this step overrides (see
+    /// [`Lake::bracket`]).
+    pub fn flush(
+        &self,
+        dataset: &Dataset,
+        caller: &str,
+        explicit: Option<OptionScope>,
+        done: &[String],
+    ) -> Result<Stepped<i64>> {
         let statement = sql::flush(
             &Literal::new(&self.spec.alias),
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        let label = self.label(&format!("{caller}: flush {}", dataset.name()));
+        let (before, after) = self.bracket(
+            &format!("{caller}: flush {}", dataset.name()),
+            dataset,
+            explicit,
+        );
         self.step(
             dataset,
             "flush",
-            StepMode::BoundInOneTransaction(&label),
+            StepMode::BoundInOneTransaction {
+                before: &before,
+                after: &after,
+                flips: explicit.is_some(),
+            },
             &statement,
             done,
             |r| r.get(0),
@@ -410,21 +438,62 @@ impl<'a> Lake<'a> {
     }
 
     /// Merges one dataset's adjacent small files; returns (files processed, files created).
-    pub fn merge(&self, dataset: &Dataset, done: &[String]) -> Result<Stepped<(i64, i64)>> {
+    pub fn merge(
+        &self,
+        dataset: &Dataset,
+        explicit: Option<OptionScope>,
+        done: &[String],
+    ) -> Result<Stepped<(i64, i64)>> {
         let statement = sql::merge(
             &Literal::new(&self.spec.alias),
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        let label = self.label(&format!("srdp_compact: merge {}", dataset.name()));
+        let (before, after) = self.bracket(
+            &format!("srdp_compact: merge {}", dataset.name()),
+            dataset,
+            explicit,
+        );
         self.step(
             dataset,
             "merge",
-            StepMode::BoundInOneTransaction(&label),
+            StepMode::BoundInOneTransaction {
+                before: &before,
+                after: &after,
+                flips: explicit.is_some(),
+            },
             &statement,
             done,
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
+    }
+
+    /// What a maintenance step runs before and after its statement, in its transaction: the
+    /// commit label; for an explicit step on a dataset DuckLake skips, `auto_compact = true` at
+    /// the scope that holds the `false`, and `false` again after the statement. DuckLake 1.0
+    /// skips such a dataset even when it is named, with no parameter to force it; set and reset
+    /// in one transaction, the option rows of `ducklake_metadata` are exactly as before and the
+    /// only new snapshot is the step's (`test_explicit_compaction.py`).
+    fn bracket(
+        &self,
+        message: &str,
+        dataset: &Dataset,
+        explicit: Option<OptionScope>,
+    ) -> (String, String) {
+        let label = self.label(message);
+        let Some(scope) = explicit else {
+            return (label, String::new());
+        };
+        let set = |value| {
+            sql::set_auto_compact(
+                &Ident::new(&self.spec.alias),
+                value,
+                scope,
+                &Literal::new(&dataset.schema),
+                &Literal::new(&dataset.table),
+            )
+        };
+        (format!("{label}; {}", set(true)), set(false))
     }
 }
 
@@ -560,14 +629,22 @@ impl Lake<'_> {
 /// message (`label`, run right after `BEGIN`; a step that changes nothing commits no snapshot).
 fn run_in_one_transaction<T>(
     conn: &Connection,
-    label: &str,
+    before: &str,
     statement: &str,
+    after: &str,
     row: impl FnOnce(&duckdb::Row) -> duckdb::Result<T>,
 ) -> duckdb::Result<T> {
     conn.execute_batch("BEGIN TRANSACTION")?;
     let outcome = conn
-        .execute_batch(label)
+        .execute_batch(before)
         .and_then(|()| conn.query_row(statement, [], row))
+        .and_then(|value| {
+            if after.is_empty() {
+                Ok(value)
+            } else {
+                conn.execute_batch(after).map(|()| value)
+            }
+        })
         .and_then(|value| conn.execute_batch("COMMIT").map(|()| value));
     if outcome.is_err() {
         // A failed statement leaves the transaction open and aborted, a failed COMMIT may too;

@@ -257,6 +257,10 @@ pub fn compact_status(
     }
 }
 
+/// Appended to the status of a step that overrode `auto_compact = false` (see
+/// [`crate::plan::Upkeep::Explicit`]).
+pub const EXPLICIT_NOTE: &str = "; explicit: auto_compact is false for bulk calls only";
+
 /// `1 inline deletion marker written to a delete file` (plural from 2 on).
 pub fn markers_note(markers: i64) -> String {
     let plural = if markers == 1 { "" } else { "s" };
