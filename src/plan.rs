@@ -213,11 +213,6 @@ pub fn upkeep(
     }
 }
 
-/// Whether DuckLake will maintain `dataset`: table option, else schema, else catalog, else true.
-pub fn auto_compact(options: &[AutoCompactOption], dataset: &Dataset) -> bool {
-    auto_compact_excluded_at(options, dataset).is_none()
-}
-
 /// The scope of the `auto_compact = false` that makes DuckLake skip `dataset` (the table's
 /// option, else its schema's, else the catalog's decides), `None` when DuckLake maintains it.
 pub fn auto_compact_excluded_at(
@@ -440,14 +435,17 @@ mod tests {
         }
     }
 
+    fn opt(scope: Option<&str>, id: Option<i64>, value: &str) -> AutoCompactOption {
+        AutoCompactOption {
+            scope: scope.map(Into::into),
+            scope_id: id,
+            value: value.into(),
+        }
+    }
+
     #[test]
     fn the_deciding_false_is_found_at_its_scope() {
         let t = ds(7, "raw", 3, "events");
-        let opt = |scope: Option<&str>, id: Option<i64>, v: &str| AutoCompactOption {
-            scope: scope.map(Into::into),
-            scope_id: id,
-            value: v.into(),
-        };
         let global = opt(None, None, "false");
         let schema = opt(Some("schema"), Some(7), "false");
         let table = opt(Some("table"), Some(3), "false");
@@ -464,49 +462,60 @@ mod tests {
             auto_compact_excluded_at(&[global, schema, table], &t),
             Some(OptionScope::Table)
         );
-        assert_eq!(
-            auto_compact_excluded_at(
-                &[
-                    opt(Some("schema"), Some(7), "false"),
-                    opt(Some("table"), Some(3), "true")
-                ],
-                &t
-            ),
-            None
-        );
     }
 
     #[test]
     fn auto_compact_resolves_table_then_schema_then_catalog() {
         let t = ds(7, "raw", 3, "events");
-        let opt = |scope: Option<&str>, id: Option<i64>, v: &str| AutoCompactOption {
-            scope: scope.map(Into::into),
-            scope_id: id,
-            value: v.into(),
-        };
-        assert!(auto_compact(&[], &t));
-        assert!(!auto_compact(&[opt(None, None, "false")], &t));
-        assert!(auto_compact(
-            &[
+        let excluded = |options: &[AutoCompactOption]| auto_compact_excluded_at(options, &t);
+        assert_eq!(
+            excluded(&[
                 opt(None, None, "false"),
                 opt(Some("schema"), Some(7), "true")
-            ],
-            &t
-        ));
-        assert!(!auto_compact(
-            &[
+            ]),
+            None
+        );
+        assert_eq!(
+            excluded(&[
                 opt(Some("schema"), Some(7), "true"),
                 opt(Some("table"), Some(3), "false")
-            ],
-            &t
-        ));
-        assert!(auto_compact(
-            &[
+            ]),
+            Some(OptionScope::Table)
+        );
+        assert_eq!(
+            excluded(&[
+                opt(Some("schema"), Some(7), "false"),
+                opt(Some("table"), Some(3), "true")
+            ]),
+            None
+        );
+        // Options of other tables and schemas do not count.
+        assert_eq!(
+            excluded(&[
                 opt(Some("table"), Some(4), "false"),
                 opt(Some("schema"), Some(8), "false")
-            ],
-            &t
-        ));
+            ]),
+            None
+        );
+    }
+
+    #[test]
+    fn upkeep_runs_excluded_datasets_explicitly_unless_honoured() {
+        let t = ds(7, "raw", 3, "events");
+        let schema = [opt(Some("schema"), Some(7), "false")];
+        assert_eq!(upkeep(&[], &t, false), Upkeep::Maintained);
+        assert_eq!(upkeep(&[], &t, true), Upkeep::Maintained);
+        assert_eq!(
+            upkeep(&schema, &t, false),
+            Upkeep::Explicit(OptionScope::Schema)
+        );
+        assert_eq!(upkeep(&schema, &t, true), Upkeep::Skipped);
+        assert!(Upkeep::Explicit(OptionScope::Schema).runs() && !Upkeep::Skipped.runs());
+        assert_eq!(
+            Upkeep::Explicit(OptionScope::Table).explicit(),
+            Some(OptionScope::Table)
+        );
+        assert_eq!(Upkeep::Maintained.explicit(), None);
     }
 
     #[test]

@@ -153,13 +153,8 @@ fn compact_one(
     let (mut flushed, mut markers) = (0, 0);
     let auto = upkeep.runs();
     if auto && state.has_flush_work() {
-        let step = lake.flush(d, "srdp_compact", upkeep.explicit(), done)?;
-        attempts = step.attempts;
-        flushed = step.value;
-        markers = lake.markers_flushed(d.table_id, state)?;
-        if flushed > 0 || markers > 0 {
-            lake.committed_one();
-        }
+        let step = lake.flush(d, state, "srdp_compact", upkeep.explicit(), done)?;
+        (attempts, flushed, markers) = (step.attempts, step.rows, step.markers);
     }
     let (mut processed, mut created, mut reapplied) = (0, 0, 0);
     let mut merged_from = None;
@@ -168,9 +163,6 @@ fn compact_one(
         let merged = lake.merge(d, upkeep.explicit(), done)?;
         attempts = attempts.max(merged.attempts);
         (processed, created) = merged.value;
-        if processed > 0 {
-            lake.committed_one();
-        }
         merged_from = Some((live, starts));
     }
     // Nobody else committed since the plan: the file count follows from what srdp did, and no
@@ -187,10 +179,7 @@ fn compact_one(
         }
         lake.files(d)?
     };
-    let mut status = planner::compact_status(flushed, markers, processed, auto);
-    if upkeep.explicit().is_some() && (flushed > 0 || markers > 0 || processed > 0) {
-        status.push_str(planner::EXPLICIT_NOTE);
-    }
+    let mut status = planner::compact_status(flushed, markers, processed, upkeep);
     if reapplied > 0 {
         status.push_str(&format!(
             "; re-applied {reapplied} deletes lost to a concurrent merge (DuckLake 1.0 defect)"

@@ -26,7 +26,7 @@
 use super::selection::Selection;
 use super::{Args, Cell, Column, Shared, SrdpFunction};
 use crate::error::Result;
-use crate::maintenance::{elapsed_ms, planner};
+use crate::maintenance::{elapsed_ms, planner, Flushed};
 use crate::plan;
 use duckdb::core::{LogicalTypeHandle, LogicalTypeId};
 use std::time::Instant;
@@ -109,36 +109,21 @@ impl SrdpFunction for Flush {
                 }
                 return Ok(rows);
             }
-            let mut committed = false;
             for d in &datasets {
                 let start = Instant::now();
                 let upkeep = plan::upkeep(&options, d, b.honor_auto_compact);
                 let auto = upkeep.runs();
                 let state = planned.state(d.table_id);
-                // DuckLake skips a dataset with auto_compact = false, and one without inlined
-                // rows or deletion markers has nothing to flush: no call for either.
-                let (flushed, attempts) = if auto && state.has_flush_work() {
-                    let step = lake.flush(d, "srdp_flush", upkeep.explicit(), &done)?;
-                    (step.value, step.attempts)
+                // A dataset the caller keeps excluded (honor_auto_compact) and one without
+                // inlined rows or deletion markers: no call for either.
+                let flushed = if auto && state.has_flush_work() {
+                    lake.flush(d, state, "srdp_flush", upkeep.explicit(), &done)?
                 } else {
-                    (0, 0)
+                    Flushed::default()
                 };
-                let markers = if attempts > 0 {
-                    lake.markers_flushed(d.table_id, state)?
-                } else {
-                    0
-                };
-                if flushed > 0 || markers > 0 {
-                    lake.committed_one();
-                    committed = true;
-                }
-                let mut status = plan::flush_status(flushed + markers, auto).to_string();
-                if markers > 0 {
-                    status.push_str(&format!("; {}", planner::markers_note(markers)));
-                }
-                if upkeep.explicit().is_some() && (flushed > 0 || markers > 0) {
-                    status.push_str(planner::EXPLICIT_NOTE);
-                }
+                let (flushed, markers, attempts) =
+                    (flushed.rows, flushed.markers, flushed.attempts);
+                let status = planner::flush_status(flushed, markers, upkeep);
                 rows.push(row(
                     &b.sel.catalog,
                     d,
@@ -149,10 +134,8 @@ impl SrdpFunction for Flush {
                 ));
                 done.push(d.name());
             }
-            // One read moves srdp's view past its own flushes (see `Lake::settle`).
-            if committed {
-                lake.settle()?;
-            }
+            // One read moves srdp's view past its own flushes.
+            lake.settle_own_commits()?;
             Ok(rows)
         })
     }

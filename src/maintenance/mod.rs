@@ -84,6 +84,16 @@ pub enum StepMode<'a> {
     },
 }
 
+/// What a flush step did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flushed {
+    /// Physical inlined rows written out.
+    pub rows: i64,
+    /// Inline deletion markers written to a delete file.
+    pub markers: i64,
+    pub attempts: u32,
+}
+
 /// The outcome of a step that may have been retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stepped<T> {
@@ -118,7 +128,7 @@ impl<'a> Lake<'a> {
     /// rows or markers, a merge that processed files). Count only certain ones: an uncounted
     /// snapshot only makes [`Lake::settle`] cautious, a counted one that was not made could hide
     /// another connection's.
-    pub fn committed_one(&self) {
+    fn committed_one(&self) {
         self.own.set(self.own.get() + 1);
     }
 
@@ -135,6 +145,14 @@ impl<'a> Lake<'a> {
             }
             _ => Ok(false),
         }
+    }
+
+    /// [`Lake::settle`] at the end of a call, when srdp committed anything since its last read.
+    pub fn settle_own_commits(&self) -> Result<()> {
+        if self.own.get() > 0 {
+            self.settle()?;
+        }
+        Ok(())
     }
 
     /// Gives srdp's connection the caller's values of [`CALLER_SETTINGS`] for this call (read in
@@ -398,46 +416,50 @@ impl<'a> Lake<'a> {
         )
     }
 
-    /// Flushes one dataset's inlined rows; returns the physical rows flushed.
+    /// Flushes one dataset's inlined rows (and inline deletion markers, which `state` counted).
     ///
     /// Bound and executed in one transaction labelled `<caller>: flush <dataset>`: on an
     /// autocommit connection duckdb-rs binds and executes in two transactions, and DuckLake 1.0
     /// then commits a flush of both inline deletion markers and inlined rows as two snapshots
     /// where the plain call makes one (`test_maintenance_planner.py` compares them).
     /// `explicit`: the scope of the `auto_compact = false` this step overrides (see
-    /// [`Lake::bracket`]).
+    /// [`Lake::bracket`]). A flush that wrote rows or markers counts as srdp's own commit.
     pub fn flush(
         &self,
         dataset: &Dataset,
+        state: planner::DatasetState,
         caller: &str,
         explicit: Option<OptionScope>,
         done: &[String],
-    ) -> Result<Stepped<i64>> {
+    ) -> Result<Flushed> {
         let statement = sql::flush(
             &Literal::new(&self.spec.alias),
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        let (before, after) = self.bracket(
-            &format!("{caller}: flush {}", dataset.name()),
-            dataset,
-            explicit,
-        );
-        self.step(
+        let message = format!("{caller}: flush {}", dataset.name());
+        let step = self.labelled_step(
             dataset,
             "flush",
-            StepMode::BoundInOneTransaction {
-                before: &before,
-                after: &after,
-                flips: explicit.is_some(),
-            },
+            &message,
+            explicit,
             &statement,
             done,
             |r| r.get(0),
-        )
+        )?;
+        let markers = self.markers_flushed(dataset.table_id, state)?;
+        if step.value > 0 || markers > 0 {
+            self.committed_one();
+        }
+        Ok(Flushed {
+            rows: step.value,
+            markers,
+            attempts: step.attempts,
+        })
     }
 
-    /// Merges one dataset's adjacent small files; returns (files processed, files created).
+    /// Merges one dataset's adjacent small files; returns (files processed, files created). A
+    /// merge that processed files counts as srdp's own commit.
     pub fn merge(
         &self,
         dataset: &Dataset,
@@ -449,22 +471,47 @@ impl<'a> Lake<'a> {
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
         );
-        let (before, after) = self.bracket(
-            &format!("srdp_compact: merge {}", dataset.name()),
-            dataset,
-            explicit,
-        );
-        self.step(
+        let message = format!("srdp_compact: merge {}", dataset.name());
+        let step = self.labelled_step(
             dataset,
             "merge",
+            &message,
+            explicit,
+            &statement,
+            done,
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if step.value.0 > 0 {
+            self.committed_one();
+        }
+        Ok(step)
+    }
+
+    /// A flush or merge `statement`, in one transaction bracketed by [`Lake::bracket`], with
+    /// srdp's retry policy.
+    #[allow(clippy::too_many_arguments)]
+    fn labelled_step<T>(
+        &self,
+        dataset: &Dataset,
+        step: &str,
+        message: &str,
+        explicit: Option<OptionScope>,
+        statement: &str,
+        done: &[String],
+        row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
+    ) -> Result<Stepped<T>> {
+        let (before, after) = self.bracket(message, dataset, explicit);
+        self.step(
+            dataset,
+            step,
             StepMode::BoundInOneTransaction {
                 before: &before,
                 after: &after,
                 flips: explicit.is_some(),
             },
-            &statement,
+            statement,
             done,
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            row,
         )
     }
 

@@ -14,7 +14,7 @@
 
 use super::Lake;
 use crate::error::Result;
-use crate::plan::{self, Dataset};
+use crate::plan::{self, Dataset, Upkeep};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Up to this many selected datasets, the planning read names their table ids.
@@ -243,18 +243,43 @@ pub fn compact_status(
     rows_flushed: i64,
     markers_flushed: i64,
     files_processed: i64,
-    auto_compact: bool,
+    upkeep: Upkeep,
 ) -> String {
     let base = plan::compact_status(
         rows_flushed + markers_flushed,
         files_processed,
-        auto_compact,
+        upkeep.runs(),
     );
-    if markers_flushed > 0 {
-        format!("{base}; {}", markers_note(markers_flushed))
-    } else {
-        base.to_string()
+    with_notes(
+        base,
+        markers_flushed,
+        upkeep,
+        rows_flushed + markers_flushed + files_processed > 0,
+    )
+}
+
+/// The status of a flush step from what DuckLake did.
+pub fn flush_status(rows_flushed: i64, markers_flushed: i64, upkeep: Upkeep) -> String {
+    let base = plan::flush_status(rows_flushed + markers_flushed, upkeep.runs());
+    with_notes(
+        base,
+        markers_flushed,
+        upkeep,
+        rows_flushed + markers_flushed > 0,
+    )
+}
+
+/// `base`, then the markers note when a flush wrote markers, then [`EXPLICIT_NOTE`] when a step
+/// that `changed` something overrode `auto_compact = false`.
+fn with_notes(base: &str, markers: i64, upkeep: Upkeep, changed: bool) -> String {
+    let mut status = base.to_string();
+    if markers > 0 {
+        status.push_str(&format!("; {}", markers_note(markers)));
     }
+    if changed && upkeep.explicit().is_some() {
+        status.push_str(EXPLICIT_NOTE);
+    }
+    status
 }
 
 /// Appended to the status of a step that overrode `auto_compact = false` (see
@@ -333,18 +358,40 @@ mod tests {
 
     #[test]
     fn statuses_say_what_happened() {
-        assert_eq!(compact_status(0, 0, 0, true), "nothing to do");
-        assert_eq!(compact_status(5, 0, 0, true), "compacted");
+        use crate::plan::OptionScope;
+        let on = Upkeep::Maintained;
+        assert_eq!(compact_status(0, 0, 0, on), "nothing to do");
+        assert_eq!(compact_status(5, 0, 0, on), "compacted");
         assert_eq!(
-            compact_status(0, 3, 0, true),
+            compact_status(0, 3, 0, on),
             "compacted; 3 inline deletion markers written to a delete file"
         );
         assert_eq!(
-            compact_status(2, 1, 0, true),
+            compact_status(2, 1, 0, on),
             "compacted; 1 inline deletion marker written to a delete file"
         );
         assert_eq!(
-            compact_status(0, 0, 0, false),
+            compact_status(0, 0, 0, Upkeep::Skipped),
+            "skipped: auto_compact is false"
+        );
+        let explicit = Upkeep::Explicit(OptionScope::Schema);
+        assert_eq!(
+            compact_status(0, 1, 4, explicit),
+            "compacted; 1 inline deletion marker written to a delete file; explicit: auto_compact is false for bulk calls only"
+        );
+        assert_eq!(compact_status(0, 0, 0, explicit), "nothing to do");
+        assert_eq!(flush_status(4, 0, on), "flushed");
+        assert_eq!(
+            flush_status(4, 0, explicit),
+            "flushed; explicit: auto_compact is false for bulk calls only"
+        );
+        assert_eq!(
+            flush_status(0, 2, on),
+            "flushed; 2 inline deletion markers written to a delete file"
+        );
+        assert_eq!(flush_status(0, 0, explicit), "nothing to do");
+        assert_eq!(
+            flush_status(0, 0, Upkeep::Skipped),
             "skipped: auto_compact is false"
         );
     }
