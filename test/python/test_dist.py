@@ -155,6 +155,17 @@ def consumer(tmp_path_factory: pytest.TempPathFactory) -> Consumer:
     return Consumer(root, venv, wheel, root / "repository", extension_version, home, started, pip_seconds)
 
 
+def assert_compacted(config: Path) -> None:
+    """lake.main.events, read independently: one live file, nothing inlined, the rows it was
+    loaded with."""
+    con = reader(config)
+    try:
+        assert Lake(con).state() == {("main", "events"): (1, 0)}
+        assert list(con.execute("SELECT count(*), sum(hash(id, v))::VARCHAR FROM lake.main.events").fetchone()) == expected_rows(EVENTS)
+    finally:
+        con.close()
+
+
 def reader(cfg: Path) -> duckdb.DuckDBPyConnection:
     """The lake of ``cfg`` attached as reader by the checkout's srdp (this test process)."""
     con = srdp.connect(config=cfg)
@@ -232,12 +243,7 @@ def test_installed_srdp_compacts_a_new_sqlite_lake_with_its_own_extension(consum
         "files_before": 3, "files_after": 1, "files_processed": 4, "files_created": 1, "attempts": 1,
         "status": "compacted",
     }]
-    con = reader(work / "srdp.toml")
-    try:
-        assert Lake(con).state() == {("main", "events"): (1, 0)}
-        assert list(con.execute("SELECT count(*), sum(hash(id, v))::VARCHAR FROM lake.main.events").fetchone()) == expected_rows(EVENTS)
-    finally:
-        con.close()
+    assert_compacted(work / "srdp.toml")
 
 
 def test_dagster_job_execute_runs_the_maintenance_job_from_the_venv(consumer: Consumer) -> None:
@@ -262,12 +268,7 @@ def test_dagster_job_execute_runs_the_maintenance_job_from_the_venv(consumer: Co
     )
     check(done)
     assert "RUN_SUCCESS" in done.stdout + done.stderr
-    con = reader(work / "srdp.toml")
-    try:
-        assert Lake(con).state() == {("main", "events"): (1, 0)}
-        assert list(con.execute("SELECT count(*), sum(hash(id, v))::VARCHAR FROM lake.main.events").fetchone()) == expected_rows(EVENTS)
-    finally:
-        con.close()
+    assert_compacted(work / "srdp.toml")
 
 
 def dbt_project_from_header(profile_text: str, project: str) -> str:

@@ -65,6 +65,20 @@ def state(con: duckdb.DuckDBPyConnection, alias: str) -> dict:
     }
 
 
+def twin_lakes(tmp_path: Path, first: str) -> duckdb.DuckDBPyConnection:
+    """An srdp connection with two new SQLite lakes, `first` and `twin`, attached as writer."""
+    cfg = write_config(tmp_path, "".join(f"""
+        [catalogs.{alias}]
+        metadata = "sqlite:{tmp_path / alias}.sqlite"
+        data_path = "{tmp_path / alias}/"
+        data_inlining_row_limit = 10
+        """ for alias in (first, "twin")))
+    con = srdp.connect(config=str(cfg))
+    for alias in (first, "twin"):
+        con.execute(f"SELECT * FROM srdp_attach_catalog('{alias}', role := 'writer')").fetchall()
+    return con
+
+
 def by_hand(con: duckdb.DuckDBPyConnection, alias: str, scope: str, step: str) -> None:
     """What srdp does for one explicit step, written with plain DuckLake calls."""
     target = f", {SCOPES[scope]}" if SCOPES[scope] else ""
@@ -77,19 +91,8 @@ def by_hand(con: duckdb.DuckDBPyConnection, alias: str, scope: str, step: str) -
 
 @pytest.mark.parametrize("scope", list(SCOPES))
 def test_explicit_steps_compact_excluded_datasets_and_leave_the_options_as_they_were(tmp_path: Path, scope: str) -> None:
-    cfg = write_config(tmp_path, f"""
-        [catalogs.ours]
-        metadata = "sqlite:{tmp_path / 'ours.sqlite'}"
-        data_path = "{tmp_path / 'ours'}/"
-        data_inlining_row_limit = 10
-        [catalogs.twin]
-        metadata = "sqlite:{tmp_path / 'twin.sqlite'}"
-        data_path = "{tmp_path / 'twin'}/"
-        data_inlining_row_limit = 10
-        """)
-    con = srdp.connect(config=str(cfg))
+    con = twin_lakes(tmp_path, "ours")
     for alias in ("ours", "twin"):
-        con.execute(f"SELECT * FROM srdp_attach_catalog('{alias}', role := 'writer')").fetchall()
         build(con, alias, scope)
     before = options(con, "ours")
     assert before == options(con, "twin")
@@ -138,19 +141,8 @@ def test_a_failed_explicit_step_reattaches_so_the_flipped_option_does_not_linger
     # main.m's flush fails in DuckLake 1.0 for real (duckdb/ducklake#1383: DROP NOT NULL creates
     # no new inlined table, so flushing its NULL into the old one fails). Its three files could
     # be merged, but auto_compact = false excludes it from DuckLake's calls.
-    cfg = write_config(tmp_path, f"""
-        [catalogs.lake]
-        metadata = "sqlite:{tmp_path / 'lake.sqlite'}"
-        data_path = "{tmp_path / 'lake'}/"
-        data_inlining_row_limit = 10
-        [catalogs.twin]
-        metadata = "sqlite:{tmp_path / 'twin.sqlite'}"
-        data_path = "{tmp_path / 'twin'}/"
-        data_inlining_row_limit = 10
-        """)
-    con = srdp.connect(config=str(cfg))
+    con = twin_lakes(tmp_path, "lake")
     for alias in ("lake", "twin"):
-        con.execute(f"SELECT * FROM srdp_attach_catalog('{alias}', role := 'writer')").fetchall()
         for statement in (
             f"CREATE TABLE {alias}.main.m (id BIGINT NOT NULL, v VARCHAR)",
             *[f"INSERT INTO {alias}.main.m SELECT range, 'x' FROM range({k * 20}, {k * 20 + 20})" for k in range(3)],
