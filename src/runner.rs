@@ -192,8 +192,6 @@ impl Inner {
         Ok(live)
     }
 
-    /// The attachment to work on for `catalog`: the one under the catalog's own name if there
-    /// is one, a writer when a writer is needed.
     /// Records the catalog's latest snapshot as seen by `spec`'s fresh attachment (nothing is
     /// cached from before it); a failed read leaves it unknown.
     fn note_seen(&mut self, spec: &AttachSpec) {
@@ -208,6 +206,8 @@ impl Inner {
         }
     }
 
+    /// The attachment to work on for `catalog`: the one under the catalog's own name if there
+    /// is one, a writer when a writer is needed.
     fn lake(&mut self, catalog: &str, writer_for: Option<&str>) -> Result<AttachSpec> {
         let mut candidates: Vec<AttachSpec> = self
             .live()?

@@ -175,14 +175,15 @@ def _failure(catalog: str, error: duckdb.Error, done: Sequence[str]) -> dg.Failu
         if listed.group(1) != "none":
             committed += [f"{catalog}.{name}" for name in listed.group(1).split(", ")]
     failed = _SRDP_DATASET.search(message)
-    where = f"at dataset {catalog}.{failed.group(1)}" if failed else f"in catalog {catalog}"
+    dataset = f"{catalog}.{failed.group(1)}" if failed else None
+    where = f"at dataset {dataset}" if dataset else f"in catalog {catalog}"
     return dg.Failure(
         description=(
             f"srdp maintenance failed {where}: {message}. "
             f"Datasets committed before it: {', '.join(committed) or 'none'}. "
             "A rerun revisits the committed datasets harmlessly."
         ),
-        metadata={"dataset": f"{catalog}.{failed.group(1)}" if failed else catalog, "datasets_done": len(committed)},
+        metadata={"dataset": dataset or catalog, "datasets_done": len(committed)},
     )
 
 
