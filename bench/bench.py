@@ -8,7 +8,7 @@ an identical copy. Each side runs in its own fresh Python process, so its peak R
 attach. Both sides must end with identical lakes (rows and checksum per table, live data files
 per table, inlined rows per table); any difference fails the run.
 
-    .venv/bin/python bench/bench.py            # full scale: 10, 100, 1000 datasets + 10,000 files
+    .venv/bin/python bench/bench.py            # full scale: 10, 100, 1000 datasets + 30,000 files
     .venv/bin/python bench/bench.py --quick    # small scale, for development
 
 Results: a fixed-width table on stdout and JSON in bench/results/ (results.json, or
@@ -206,6 +206,8 @@ def run(spec: dict) -> dict:
     (The lake is fingerprinted afterwards by a separate `verify` process.)"""
     root = Path(spec["root"])
     side, op = spec["side"], spec["op"]
+    if op == "copy":
+        return time_copy(root, spec["floor"])
     if side == "srdp":
         con = srdp_connect(root)
     else:
@@ -270,6 +272,23 @@ def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> 
         detail["srdp_version"] = con.sql("SELECT extension_version FROM srdp_version()").fetchone()[0]
     return {"seconds": times, "rss_before_mb": rss_before, "rss_peak_mb": rss_peak,
             "vm_hwm_mb": vm_hwm, **detail}
+
+
+def time_copy(root: Path, floor: bool) -> dict:
+    """The many-files table written into one Parquet file by a single COPY: the data path a merge
+    cannot beat. `floor`: with `threads = 1` and DuckDB's external file cache off, the settings
+    under which that COPY is fastest and smallest for tiny files (docs/research/merge-memory.md)."""
+    con = plain_connect(root, 0, override=True)
+    if floor:
+        con.execute("SET threads = 1")
+        con.execute("SET enable_external_file_cache = false")
+    rss_before = _peak_rss_mb()
+    start = time.perf_counter()
+    con.execute(f"COPY (SELECT * FROM lake.main.many) TO {_lit(str(root / 'copy.parquet'))} (FORMAT parquet)")
+    seconds = time.perf_counter() - start
+    rows = con.sql(f"SELECT count(*) FROM read_parquet({_lit(str(root / 'copy.parquet'))})").fetchone()[0]
+    return {"seconds": [seconds], "rss_before_mb": rss_before, "rss_peak_mb": _peak_rss_mb(),
+            "vm_hwm_mb": _vm_hwm_mb(), "rows": rows}
 
 
 def verify(spec: dict) -> dict:
@@ -388,10 +407,13 @@ def scenario_count(work: Path, pristine: dict, repeats: int, turn: int, op: str 
             "sides": {side: side_summary([r]) for side, r in out.items()}}
 
 
-def scenario_maintain(op: str, work: Path, backup: Path, pristine: dict, repeats: int, turn: int) -> dict:
+def scenario_maintain(op: str, work: Path, backup: Path, pristine: dict, repeats: int, turn: int,
+                      bounded: bool = False) -> dict:
     """srdp on a fresh copy at the srdp root (the data path its toml names), plain on a fresh copy
     elsewhere attached with OVERRIDE_DATA_PATH; `repeats` times, each from the pristine backup.
-    After each pair, both lakes are fingerprinted (untimed, concurrently) and compared."""
+    After each pair, both lakes are fingerprinted (untimed, concurrently) and compared.
+    `bounded`: srdp merges in bounded calls, so its files processed and created count the
+    intermediate files too; the lakes must still end the same."""
     runs = {"srdp": [], "plain": []}
     after = {}
     for rep in range(repeats):
@@ -411,7 +433,7 @@ def scenario_maintain(op: str, work: Path, backup: Path, pristine: dict, repeats
         flushed = sum(t["inlined"] for t in pristine.values())
         check(s["rows_flushed"] == p["rows_flushed"] == flushed,
               f"{op}: rows flushed: srdp {s['rows_flushed']}, plain {p['rows_flushed']}, inlined {flushed}")
-        if op == "compact":
+        if op == "compact" and not bounded:
             check(s["files_processed"] == p["files_processed"] and s["files_created"] == p["files_created"],
                   f"compact: merged files: srdp {s['files_processed']}->{s['files_created']}, "
                   f"plain {p['files_processed']}->{p['files_created']}")
@@ -426,6 +448,42 @@ def scenario_maintain(op: str, work: Path, backup: Path, pristine: dict, repeats
         files = sides["srdp"]["files_processed"]  # files the merge read and replaced
     return {"files": files, "rows": sides["srdp"]["rows_flushed"], "files_before": before,
             "files_after": after["files"], "sides": sides}
+
+
+def scenario_copy(work: Path, backup: Path, pristine: dict, merged: dict) -> dict:
+    """The many-files lake's rows written by one COPY, with DuckDB's defaults and at the floor
+    (threads = 1, external file cache off), each in a fresh process, against the merges' figures."""
+    rows = sum(t["rows"] for t in pristine.values())
+    out = {"files": merged["files_before"], "merges": {side: {"s": merged["sides"][side]["median_s"],
+                                                              "rss": merged["sides"][side]["rss_peak_mb"]}
+                                                       for side in ("srdp", "plain")}}
+    for label, floor in (("copy", False), ("copy_floor", True)):
+        root = work / label
+        fresh_copy(backup, root)
+        r = spawn({"mode": "run", "side": "plain", "op": "copy", "root": str(root), "floor": floor})
+        check(r["rows"] == rows, f"{label}: COPY wrote {r['rows']} rows, the lake holds {rows}")
+        out[label] = {"s": r["seconds"][0], "rss": r["rss_peak_mb"]}
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"  COPY of the same rows: defaults {out['copy']['s']:.2f} s / {out['copy']['rss']:.0f} MB, "
+          f"floor {out['copy_floor']['s']:.2f} s / {out['copy_floor']['rss']:.0f} MB", flush=True)
+    return out
+
+
+def render_copies(copies: list[dict]) -> str:
+    """The many-files merges against one COPY of the same rows (time ratio, peak RSS)."""
+    head = ["many files", "way", "seconds", "peak RSS MB", "vs COPY defaults", "vs COPY floor"]
+    aligns = ["<", "<", ">", ">", ">", ">"]
+    body = []
+    for c in copies:
+        ways = [("srdp_compact", c["merges"]["srdp"]), ("plain merge", c["merges"]["plain"]),
+                ("COPY, defaults", c["copy"]), ("COPY, threads=1 + cache off", c["copy_floor"])]
+        for name, w in ways:
+            body.append([f"{c['files']:,}", name, f"{w['s']:.2f}", f"{w['rss']:.0f}",
+                         f"{w['s'] / c['copy']['s']:.2f}", f"{w['s'] / c['copy_floor']['s']:.2f}"])
+    widths = [max(len(str(x[i])) for x in [head] + body) for i in range(len(head))]
+    lines = [fmt_row(head, widths, aligns), fmt_row(["-" * w for w in widths], widths, aligns)]
+    lines += [fmt_row(b, widths, aligns) for b in body]
+    return "\n".join(lines)
 
 
 def fmt_row(cells, widths, aligns):
@@ -462,7 +520,7 @@ def main() -> int:
     ap.add_argument("--datasets", help="comma-separated dataset counts (default 10,100,1000)")
     ap.add_argument("--scenarios", default="count,pressure,flush,compact",
                     help="comma-separated scenarios at each dataset scale (default: all four)")
-    ap.add_argument("--files", type=int, help="files in the many-files lake (default 10000; 0 = skip)")
+    ap.add_argument("--files", type=int, help="files in the many-files lake (default 30000; 0 = skip)")
     ap.add_argument("--repeats", type=int, help="flush/compact repetitions per scale (default 3 up to 10 datasets, else 1)")
     ap.add_argument("--workdir", help="where to build the lakes (default: a new folder in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the lakes after the run")
@@ -473,9 +531,9 @@ def main() -> int:
         return 0
 
     scales = [5, 20] if args.quick else [10, 100, 1000]
-    if args.datasets:
+    if args.datasets is not None:  # "" = no dataset scales (only the many-files lake)
         scales = [int(x) for x in args.datasets.split(",") if x.strip()]
-    files = args.files if args.files is not None else (300 if args.quick else 10_000)
+    files = args.files if args.files is not None else (300 if args.quick else 30_000)
     out_path = Path(args.out) if args.out else HERE / "results" / ("results-quick.json" if args.quick else "results.json")
     work_root = Path(tempfile.mkdtemp(prefix="srdp-bench-", dir=args.workdir))
 
@@ -487,7 +545,7 @@ def main() -> int:
         return 2
 
     wall = time.perf_counter()
-    results, builds, turn = [], [], 0
+    results, builds, turn, copies = [], [], 0, []
     print(f"srdp bench: datasets {scales}, many-files lake {files:,} files; lakes in {work_root}", flush=True)
     try:
         plan = [("datasets", n) for n in scales] + ([("files", files)] if files else [])
@@ -516,7 +574,7 @@ def main() -> int:
                 if sc in ("count", "pressure"):
                     r = scenario_count(work, pristine, repeats=5 if n <= 100 else 3, turn=turn, op=sc)
                 else:
-                    r = scenario_maintain(sc, work, backup, pristine, reps, turn)
+                    r = scenario_maintain(sc, work, backup, pristine, reps, turn, bounded=kind == "files")
                 turn += 1
                 name = sc if kind == "datasets" else f"compact {n:,} files"
                 s, p = r["sides"]["srdp"]["median_s"], r["sides"]["plain"]["median_s"]
@@ -527,6 +585,8 @@ def main() -> int:
                 results.append(r)
                 print(f"  {name:<22} datasets={datasets:<5} srdp {s:8.3f} s  plain {p:8.3f} s  "
                       f"ratio {r['ratio']:.2f}  ({r['scenario_wall_s']:.0f} s)", flush=True)
+                if kind == "files":
+                    copies.append(scenario_copy(work, backup, pristine, r))
             print(f"  ({kind}={n:,} done in {time.perf_counter() - t0:.0f} s)", flush=True)
     except BenchError as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
@@ -535,6 +595,8 @@ def main() -> int:
     wall_s = time.perf_counter() - wall
 
     table = render(results)
+    if copies:
+        table += "\n\n" + render_copies(copies)
     print()
     print(table)
     print()
@@ -557,6 +619,7 @@ def main() -> int:
                    "loads": LOADS, "files_rows": FILES_ROWS, "files_per_txn": FILES_PER_TXN},
         "builds": builds,
         "results": results,
+        "copies": copies,
         "table": table,
     }
     out_path.write_text(json.dumps(doc, indent=2) + "\n")

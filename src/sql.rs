@@ -180,9 +180,9 @@ impl MetadataTables {
         )
     }
 
-    /// One read for every table of the catalog: `table_id, files, mergeable` where `files` is
-    /// the live data files and `mergeable` the most live files under `target_bytes` that share a
-    /// partition (`partition_id` and partition values). DuckLake's merge needs two such files in
+    /// One read for every table of the catalog: `table_id, files, mergeable, small` where `files`
+    /// is the live data files, `small` those under `target_bytes` and `mergeable` the most of
+    /// them that share a partition (`partition_id` and partition values). DuckLake's merge needs two such files in
     /// one group (it also splits groups by schema version and leaves out files with deletes,
     /// which only makes its groups smaller), so `mergeable < 2` proves it has nothing to merge.
     /// `tables`: only these table ids (a call on a few datasets reads only their files).
@@ -201,7 +201,7 @@ impl MetadataTables {
              count(*) FILTER (WHERE live.file_size_bytes < {target_bytes}) AS small \
              FROM live LEFT JOIN parts USING (data_file_id) \
              GROUP BY live.table_id, live.partition_id, parts.vals) \
-             SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT FROM groups GROUP BY table_id",
+             SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT, sum(small)::BIGINT FROM groups GROUP BY table_id",
             self.table("ducklake_data_file"),
             self.table("ducklake_file_partition_value")
         )
@@ -238,6 +238,15 @@ impl MetadataTables {
             })
             .collect::<Vec<_>>()
             .join(" UNION ALL ")
+    }
+
+    /// Live data files of one table under `below_bytes`: `count, total bytes`.
+    pub fn small_files_of(&self, table_id: i64, below_bytes: u64) -> String {
+        format!(
+            "SELECT count(*)::BIGINT, COALESCE(sum(file_size_bytes), 0)::BIGINT FROM {} \
+             WHERE table_id = {table_id} AND end_snapshot IS NULL AND file_size_bytes < {below_bytes}",
+            self.table("ducklake_data_file")
+        )
     }
 
     /// Live data files of one table with their first row id: `data_file_id, row_id_start`.
@@ -319,6 +328,29 @@ pub fn merge(alias: &Literal, schema: &Literal, table: &Literal) -> String {
     format!(
         "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
          FROM ducklake_merge_adjacent_files({alias}, {table}, schema => {schema})"
+    )
+}
+
+/// The current value of DuckDB setting `name` (`value`, or no row).
+pub fn setting_value(name: &Literal) -> String {
+    format!("SELECT value FROM duckdb_settings() WHERE name = {name}")
+}
+
+/// One bounded merge call ([`crate::maintenance::batched`]): at most `commands` output files,
+/// from input files under `max_file_size` bytes (`None`: under the target file size); returns
+/// `files_processed, files_created`.
+pub fn merge_batch(
+    alias: &Literal,
+    schema: &Literal,
+    table: &Literal,
+    commands: u64,
+    max_file_size: Option<u64>,
+) -> String {
+    let below = max_file_size.map_or(String::new(), |s| format!(", max_file_size => {s}"));
+    format!(
+        "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
+         FROM ducklake_merge_adjacent_files({alias}, {table}, schema => {schema}, \
+         max_compacted_files => {commands}{below})"
     )
 }
 
@@ -442,7 +474,7 @@ mod tests {
              count(*) FILTER (WHERE live.file_size_bytes < 100) AS small \
              FROM live LEFT JOIN parts USING (data_file_id) \
              GROUP BY live.table_id, live.partition_id, parts.vals) \
-             SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT FROM groups GROUP BY table_id"
+             SELECT table_id, sum(files)::BIGINT, max(small)::BIGINT, sum(small)::BIGINT FROM groups GROUP BY table_id"
         );
         assert!(m
             .merge_plan(100, Some(&[3, 5]))
@@ -450,6 +482,31 @@ mod tests {
         assert_eq!(
             MetadataTables::new("l", "meta").live_files_of(3),
             "SELECT count(*)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" WHERE table_id = 3 AND end_snapshot IS NULL"
+        );
+    }
+
+    #[test]
+    fn builds_bounded_merge_queries() {
+        assert_eq!(
+            setting_value(&Literal::new("threads")),
+            "SELECT value FROM duckdb_settings() WHERE name = 'threads'"
+        );
+        let m = MetadataTables::new("l", "main");
+        assert_eq!(
+            m.small_files_of(4, 1048576),
+            "SELECT count(*)::BIGINT, COALESCE(sum(file_size_bytes), 0)::BIGINT FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" \
+             WHERE table_id = 4 AND end_snapshot IS NULL AND file_size_bytes < 1048576"
+        );
+        let (alias, schema, table) = (Literal::new("l"), Literal::new("r'aw"), Literal::new("t"));
+        assert_eq!(
+            merge_batch(&alias, &schema, &table, 1, Some(16384)),
+            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
+             FROM ducklake_merge_adjacent_files('l', 't', schema => 'r''aw', max_compacted_files => 1, max_file_size => 16384)"
+        );
+        assert_eq!(
+            merge_batch(&alias, &schema, &table, 3, None),
+            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
+             FROM ducklake_merge_adjacent_files('l', 't', schema => 'r''aw', max_compacted_files => 3)"
         );
     }
 

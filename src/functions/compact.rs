@@ -1,5 +1,5 @@
 //! `srdp_compact(catalog, schema_name :=, table_name :=, dry_run := false,
-//! honor_auto_compact := false)`: flushes, then
+//! honor_auto_compact := false, merge_batch_files :=)`: flushes, then
 //! merges adjacent small Parquet files, one dataset at a time.
 //!
 //! For each selected dataset, in (schema, table) order: `ducklake_flush_inlined_data` (commits
@@ -29,7 +29,12 @@
 //! skipped dataset. `attempts` is 0 when srdp called nothing.
 //! The calling session's DuckLake settings (`ducklake_target_file_size`, ...; see
 //! [`crate::maintenance::CALLER_SETTINGS`]) apply to srdp's steps for the call, session or global.
-//! Errors: as `srdp_flush`.
+//! A dataset with more than `merge_batch_files` files under the target size (default 2,000, or
+//! 5,000 when DuckDB runs with one thread) is merged in bounded calls of about that many input
+//! files each, so memory does not grow with the file
+//! count ([`crate::maintenance::batched`]; DuckDB's global `enable_external_file_cache` is off
+//! while it runs); the status then adds `; merged in N bounded calls`.
+//! Errors: as `srdp_flush`; `merge_batch_files` under 2 names the parameter.
 //!
 //! ```sql
 //! SELECT schema_name, table_name, files_before, files_after, status FROM srdp_compact('lake');
@@ -38,6 +43,8 @@
 use super::selection::Selection;
 use super::{Args, Cell, Column, Shared, SrdpFunction};
 use crate::error::Result;
+use crate::error::SrdpError;
+use crate::maintenance::batched::{self, DEFAULT_BATCH_FILES, ONE_THREAD_BATCH_FILES};
 use crate::maintenance::planner::{self, DatasetState};
 use crate::maintenance::{elapsed_ms, Lake};
 use crate::plan;
@@ -53,6 +60,9 @@ pub struct Bound {
     honor_auto_compact: bool,
     /// The caller's DuckLake settings (see [`crate::maintenance::CALLER_SETTINGS`]).
     settings: Vec<(String, Option<String>)>,
+    /// About the most input files one merge call takes (see [`crate::maintenance::batched`]);
+    /// `None`: the default for DuckDB's thread count.
+    batch_files: Option<u64>,
 }
 
 impl SrdpFunction for Compact {
@@ -69,6 +79,10 @@ impl SrdpFunction for Compact {
         named.push((
             "honor_auto_compact",
             LogicalTypeHandle::from(LogicalTypeId::Boolean),
+        ));
+        named.push((
+            "merge_batch_files",
+            LogicalTypeHandle::from(LogicalTypeId::Bigint),
         ));
         named
     }
@@ -95,6 +109,7 @@ impl SrdpFunction for Compact {
             dry_run: args.boolean("dry_run")?.unwrap_or(false),
             honor_auto_compact: args.boolean("honor_auto_compact")?.unwrap_or(false),
             settings: args.caller_settings(crate::maintenance::CALLER_SETTINGS),
+            batch_files: batch_files(args.bigint("merge_batch_files")?)?,
         })
     }
 
@@ -105,6 +120,10 @@ impl SrdpFunction for Compact {
             let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
             let options = lake.auto_compact_options()?;
             let planned = lake.plan(&datasets)?;
+            let batch_files = match b.batch_files {
+                Some(n) => n,
+                None => batched::default_batch_files(lake.threads()?),
+            };
             let mut rows = Vec::with_capacity(datasets.len());
             let mut done = Vec::new();
             for d in &datasets {
@@ -123,7 +142,13 @@ impl SrdpFunction for Compact {
                         plan::planned_status(upkeep.runs()).into(),
                     ]
                 } else {
-                    compact_one(lake, d, state, upkeep, &done, start)?
+                    let step = Step {
+                        state,
+                        upkeep,
+                        batch_files,
+                        target: planned.target(),
+                    };
+                    compact_one(lake, d, step, &done, start)?
                 };
                 let mut row: Vec<Cell> = vec![
                     b.sel.catalog.clone().into(),
@@ -139,16 +164,37 @@ impl SrdpFunction for Compact {
     }
 }
 
+/// `merge_batch_files`: at least 2 (absent: the default, see [`batched::default_batch_files`]).
+fn batch_files(value: Option<i64>) -> Result<Option<u64>> {
+    match value {
+        None => Ok(None),
+        Some(n) if n >= 2 => Ok(Some(n.unsigned_abs())),
+        Some(n) => Err(SrdpError::InvalidArgument(format!(
+            "srdp_compact: merge_batch_files must be at least 2 (the most input files one merge \
+             call takes), got {n}; leave it out for the default ({DEFAULT_BATCH_FILES} files, {ONE_THREAD_BATCH_FILES} with one thread)"
+        ))),
+    }
+}
+
+/// What the call knows about one dataset's steps.
+struct Step {
+    state: DatasetState,
+    upkeep: plan::Upkeep,
+    batch_files: u64,
+    /// The target file size the plan counted small files with, in bytes.
+    target: u64,
+}
+
 /// Flush and merge of one dataset, each called only when the plan cannot prove it idle (and
 /// neither for a dataset `auto_compact = false` excludes when the caller honours that).
 fn compact_one(
     lake: &Lake,
     d: &plan::Dataset,
-    state: DatasetState,
-    upkeep: plan::Upkeep,
+    step: Step,
     done: &[String],
     start: Instant,
 ) -> Result<Vec<Cell>> {
+    let Step { state, upkeep, .. } = step;
     let mut attempts = 0;
     let (mut flushed, mut markers) = (0, 0);
     let auto = upkeep.runs();
@@ -158,12 +204,25 @@ fn compact_one(
     }
     let (mut processed, mut created, mut reapplied) = (0, 0, 0);
     let mut merged_from = None;
+    let mut bounded_calls = None;
+    // The flush adds at most one file per partition: the plan's count of small files still
+    // tells whether one call would take too many.
     if auto && state.may_merge(flushed > 0) {
-        let (live, starts) = lake.file_row_starts(d)?;
-        let merged = lake.merge(d, upkeep.explicit(), done)?;
-        attempts = attempts.max(merged.attempts);
-        (processed, created) = merged.value;
-        merged_from = Some((live, starts));
+        if batched::is_bounded(state.small, step.batch_files) {
+            let tiny = lake.tiny_files(d)?;
+            let batching = batched::batching(state.mergeable, tiny, step.batch_files, step.target);
+            let merged = lake.merge_bounded(d, batching, state.small, upkeep.explicit(), done)?;
+            attempts = attempts.max(merged.attempts);
+            (processed, created) = (merged.processed, merged.created);
+            bounded_calls = Some(merged.calls);
+            merged_from = Some((merged.live_before, merged.starts));
+        } else {
+            let (live, starts) = lake.file_row_starts(d)?;
+            let merged = lake.merge(d, upkeep.explicit(), done)?;
+            attempts = attempts.max(merged.attempts);
+            (processed, created) = merged.value;
+            merged_from = Some((live, starts));
+        }
     }
     // Nobody else committed since the plan: the file count follows from what srdp did, and no
     // delete can have been lost to the merge. Otherwise both are read.
@@ -180,6 +239,9 @@ fn compact_one(
         lake.files(d)?
     };
     let mut status = planner::compact_status(flushed, markers, processed, upkeep);
+    if let Some(calls) = bounded_calls.filter(|&n| n > 0) {
+        status.push_str(&format!("; merged in {calls} bounded calls"));
+    }
     if reapplied > 0 {
         status.push_str(&format!(
             "; re-applied {reapplied} deletes lost to a concurrent merge (DuckLake 1.0 defect)"

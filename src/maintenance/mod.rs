@@ -7,6 +7,7 @@
 //! re-plans from the current snapshot, so a re-run is safe. srdp only ever re-runs the SQL it
 //! wrote itself.
 
+pub mod batched;
 pub mod planner;
 
 use crate::attach::AttachSpec;
@@ -42,6 +43,8 @@ pub struct Lake<'a> {
     own: std::cell::Cell<i64>,
     /// The call's first read (see [`Lake::listing`]).
     listing: std::cell::OnceCell<Listing>,
+    /// The caller's [`CALLER_SETTINGS`] for this call (see [`Lake::use_caller_settings`]).
+    caller: std::cell::RefCell<Vec<(String, Option<String>)>>,
 }
 
 /// What the first read of a call says about the catalog ([`MetadataTables::listing`]).
@@ -110,6 +113,7 @@ impl<'a> Lake<'a> {
             seen: std::cell::Cell::new(None),
             own: std::cell::Cell::new(0),
             listing: std::cell::OnceCell::new(),
+            caller: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -159,6 +163,12 @@ impl<'a> Lake<'a> {
     /// bind; `None` = the setting's default). Every call sets all of them, so nothing of one
     /// caller's session carries over to another caller.
     pub fn use_caller_settings(&self, settings: &[(String, Option<String>)]) -> Result<()> {
+        *self.caller.borrow_mut() = settings.to_vec();
+        self.apply_settings(settings)
+    }
+
+    /// Sets each of `settings` for srdp's connection (`None`: the setting's default).
+    fn apply_settings(&self, settings: &[(String, Option<String>)]) -> Result<()> {
         for (name, value) in settings {
             let statement = sql::session_setting(
                 &Ident::new(name),

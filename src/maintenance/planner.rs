@@ -30,6 +30,8 @@ pub struct DatasetState {
     pub files: i64,
     /// The most live files under the target size in one partition.
     pub mergeable: i64,
+    /// Live files under the target size, in all partitions.
+    pub small: i64,
     /// Inlined insertion records (live, deleted or superseded).
     pub inlined_rows: i64,
     /// Inline deletion markers against Parquet files.
@@ -61,12 +63,19 @@ impl DatasetState {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CatalogPlan {
     states: BTreeMap<i64, DatasetState>,
+    /// The target file size the plan counted small files with, in bytes.
+    target: u64,
 }
 
 impl CatalogPlan {
     /// The state of the dataset with `table_id` (a dataset the read did not see holds nothing).
     pub fn state(&self, table_id: i64) -> DatasetState {
         self.states.get(&table_id).copied().unwrap_or_default()
+    }
+
+    /// The target file size the plan counted small files with (see [`merge_target`]).
+    pub fn target(&self) -> u64 {
+        self.target
     }
 }
 
@@ -137,7 +146,7 @@ impl Lake<'_> {
         let options = self.target_size_options()?;
         let setting = self
             .read(
-                "SELECT value FROM duckdb_settings() WHERE name = 'ducklake_target_file_size'",
+                &crate::sql::setting_value(&crate::sql::Literal::new("ducklake_target_file_size")),
                 |r| r.get::<_, Option<String>>(0),
             )?
             .into_iter()
@@ -147,19 +156,24 @@ impl Lake<'_> {
         // A call on a few datasets (the Dagster job's one dataset per step) reads their files only.
         let ids: Vec<i64> = wanted.iter().copied().collect();
         let only = (ids.len() <= FEW_DATASETS).then_some(ids.as_slice());
-        for (id, files, mergeable) in self.read(&self.meta.merge_plan(target, only), |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-            ))
-        })? {
+        for (id, files, mergeable, small) in
+            self.read(&self.meta.merge_plan(target, only), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                ))
+            })?
+        {
             if wanted.contains(&id) {
                 let state = states.entry(id).or_default();
                 state.files = files;
                 state.mergeable = mergeable.unwrap_or(0);
+                state.small = small.unwrap_or(0);
             }
         }
+
         let changes = self.read(&self.meta.inline_deletion_changes(), |r| {
             r.get::<_, String>(0)
         })?;
@@ -207,7 +221,7 @@ impl Lake<'_> {
         if latest.is_some() {
             self.seen.set(latest);
         }
-        Ok(CatalogPlan { states })
+        Ok(CatalogPlan { states, target })
     }
 
     /// Inline deletion markers of one table now: 0 when it has no marker table, `None` when
