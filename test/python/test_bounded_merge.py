@@ -153,6 +153,35 @@ def test_srdp_merges_many_small_files_in_bounded_calls_with_the_plain_merges_row
     con.close()
 
 
+def test_a_partitioned_dataset_merges_several_partitions_per_bounded_call(tmp_path):
+    """40 partitions of 20 tiny files: with batches of 100, each call merges five partitions
+    (`max_compacted_files => 5`), and both lakes end with one file per partition."""
+    cfg = lake_config(tmp_path, ["plain", "viasrdp"])
+    con = srdp.connect(config=str(cfg))
+    for alias in ("plain", "viasrdp"):
+        con.execute(f"SELECT * FROM srdp_attach_catalog('{alias}', role := 'writer')").fetchall()
+        con.execute(f"CREATE TABLE {alias}.t (id BIGINT, v VARCHAR, part INTEGER)")
+        con.execute(f"ALTER TABLE {alias}.t SET PARTITIONED BY (part)")
+        for first in range(0, 800, 100):
+            con.execute("BEGIN")
+            for k in range(first, first + 100):
+                con.execute(f"INSERT INTO {alias}.t SELECT i, 'v' || i, {k % 40} FROM range({k * 5}, {k * 5 + 5}) r(i)")
+            con.execute("COMMIT")
+    versions = snapshots(con, "plain")
+    before = {v: fingerprint(con, "plain", v) for v in versions[1:]}
+    con.execute("CALL ducklake_merge_adjacent_files('plain', 't', schema => 'main')").fetchall()
+    (row,) = srdp.call(con, "srdp_compact", "viasrdp", merge_batch_files=100)
+    assert (row["files_before"], row["files_after"]) == (800, 40)
+    calls = int(row["status"].split("merged in ")[1].split(" ")[0])
+    assert 8 <= calls <= 12  # 800 files in calls of five partitions (~100 files) each
+    assert Lake(con, "viasrdp").file_counts() == Lake(con, "plain").file_counts() == {("main", "t"): 40}
+    parts = "SELECT part, count(*), sum(hash(rowid, id, v)) FROM {a}.t GROUP BY part ORDER BY part"
+    assert con.execute(parts.format(a="viasrdp")).fetchall() == con.execute(parts.format(a="plain")).fetchall()
+    for v in versions[1:]:
+        assert fingerprint(con, "viasrdp", v) == before[v] == fingerprint(con, "plain", v)
+    con.close()
+
+
 def test_merge_batch_files_below_two_is_refused_by_name(tmp_path):
     cfg = lake_config(tmp_path, ["lake"])
     con = srdp.connect(config=str(cfg))
