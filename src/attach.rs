@@ -53,6 +53,8 @@ pub struct AttachSpec {
     /// The local metadata file a reader needs to exist.
     pub metadata_file: Option<std::path::PathBuf>,
     pub metadata_display: String,
+    /// The metadata backend: `duckdb`, `sqlite` or `postgres`.
+    pub backend: &'static str,
     pub metadata_schema: String,
     pub data_path: String,
     pub data_inlining_row_limit: u64,
@@ -121,6 +123,7 @@ pub fn plan(def: &CatalogDef, alias: &str, role: Role) -> AttachSpec {
         secret,
         metadata_file: def.backend.file().map(ToOwned::to_owned),
         metadata_display: def.backend.display(),
+        backend: def.backend.name(),
         metadata_schema: def.metadata_schema.clone(),
         data_path: def.data_path.clone(),
         data_inlining_row_limit: def.tunables.data_inlining_row_limit,

@@ -91,6 +91,9 @@ pub fn metadata_catalog(alias: &str) -> Ident {
     Ident::new(&format!("__ducklake_metadata_{alias}"))
 }
 
+/// The most tables one union run by the catalog database counts (SQLite's limit is 500 terms).
+pub const UNION_TERMS: usize = 250;
+
 /// `"<metadata catalog>"."<metadata schema>".<table>`
 pub struct MetadataTables {
     prefix: String,
@@ -170,6 +173,46 @@ impl MetadataTables {
             })
             .collect::<Vec<_>>()
             .join(" UNION ALL ")
+    }
+
+    /// [`MetadataTables::inlined_counts`] run by the catalog database itself: DuckDB binds each
+    /// table of a union through its SQLite or PostgreSQL catalog (2-8 ms each on SQLite), the
+    /// database runs the whole union in a few milliseconds. `function` is `sqlite_query` (a
+    /// SQLite catalog's tables are in its `main`, `schema` is `None`) or `postgres_query` (the
+    /// tables are in `schema`); `metadata_db` is DuckDB's name of the metadata database. `None`
+    /// without tables.
+    pub fn inlined_counts_in_catalog_db(
+        function: &str,
+        metadata_db: &str,
+        schema: Option<&str>,
+        tables: &[(i64, String)],
+    ) -> Option<String> {
+        if tables.is_empty() {
+            return None;
+        }
+        let prefix = schema.map_or(String::new(), |s| format!("{}.", Ident::new(s)));
+        // SQLite allows at most 500 terms in one compound SELECT (SQLITE_MAX_COMPOUND_SELECT).
+        let calls = tables
+            .chunks(UNION_TERMS)
+            .map(|chunk| {
+                let union = chunk
+                    .iter()
+                    .map(|(id, name)| {
+                        format!(
+                            "SELECT {id} AS table_id, count(*) AS n FROM {prefix}{}",
+                            Ident::new(name)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" UNION ALL ");
+                format!(
+                    "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM {function}({}, {})",
+                    Literal::new(metadata_db),
+                    Literal::new(&union)
+                )
+            })
+            .collect::<Vec<_>>();
+        Some(calls.join(" UNION ALL "))
     }
 
     /// Live data files of one table.
@@ -483,6 +526,44 @@ mod tests {
             MetadataTables::new("l", "meta").live_files_of(3),
             "SELECT count(*)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" WHERE table_id = 3 AND end_snapshot IS NULL"
         );
+    }
+
+    #[test]
+    fn builds_the_inlined_count_sqlite_runs() {
+        assert_eq!(
+            MetadataTables::inlined_counts_in_catalog_db(
+                "sqlite_query",
+                "__ducklake_metadata_l",
+                None,
+                &[(3, "ducklake_inlined_data_3_1".into()), (5, "it's \"x\"".into())]
+            )
+            .unwrap(),
+            "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM sqlite_query('__ducklake_metadata_l', \
+             'SELECT 3 AS table_id, count(*) AS n FROM \"ducklake_inlined_data_3_1\" UNION ALL \
+             SELECT 5 AS table_id, count(*) AS n FROM \"it''s \"\"x\"\"\"')"
+        );
+        assert_eq!(
+            MetadataTables::inlined_counts_in_catalog_db(
+                "postgres_query",
+                "__ducklake_metadata_l",
+                Some("m'eta"),
+                &[(3, "t".into())]
+            )
+            .unwrap(),
+            "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM postgres_query('__ducklake_metadata_l', \
+             'SELECT 3 AS table_id, count(*) AS n FROM \"m''eta\".\"t\"')"
+        );
+        assert_eq!(
+            MetadataTables::inlined_counts_in_catalog_db("sqlite_query", "m", None, &[]),
+            None
+        );
+        // Over UNION_TERMS tables: one call per chunk, joined in DuckDB.
+        let many: Vec<(i64, String)> = (0..600).map(|i| (i, format!("t{i}"))).collect();
+        let query =
+            MetadataTables::inlined_counts_in_catalog_db("sqlite_query", "m", None, &many).unwrap();
+        assert_eq!(query.matches("FROM sqlite_query(").count(), 3);
+        assert_eq!(query.matches("count(*)").count(), 600);
+        assert!(query.contains("FROM \"t249\"') UNION ALL SELECT table_id::BIGINT"));
     }
 
     #[test]

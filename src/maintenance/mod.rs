@@ -296,9 +296,7 @@ impl<'a> Lake<'a> {
                 .into_iter()
                 .filter(|(id, _)| wanted.contains(id))
                 .collect();
-            match self.read(&self.meta.inlined_counts(&registry), |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-            }) {
+            match self.count_inlined(&registry) {
                 Ok(counts) => {
                     let mut out: BTreeMap<i64, Inlined> = BTreeMap::new();
                     for (id, n) in counts {
@@ -314,6 +312,56 @@ impl<'a> Lake<'a> {
         Err(last.unwrap_or_else(|| {
             SrdpError::InvalidArgument("inlined rows could not be counted".into())
         }))
+    }
+
+    /// Physical rows of each of `registry`'s inlined tables: `table_id, rows`. On a SQLite or
+    /// PostgreSQL catalog the catalog database runs the union itself (see
+    /// [`MetadataTables::inlined_counts_in_catalog_db`]); should that fail, DuckDB runs it, as on
+    /// a DuckDB-file catalog.
+    fn count_inlined(&self, registry: &[(i64, String)]) -> Result<Vec<(i64, i64)>> {
+        let row = |r: &duckdb::Row| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?));
+        let pushed = match self.spec.backend {
+            "sqlite" => Some(("sqlite_query", None)),
+            "postgres" => Some(("postgres_query", Some(self.spec.metadata_schema.as_str()))),
+            _ => None,
+        };
+        if let Some((function, schema)) = pushed {
+            let metadata_db = format!("__ducklake_metadata_{}", self.spec.alias);
+            if let Some(query) = MetadataTables::inlined_counts_in_catalog_db(
+                function,
+                &metadata_db,
+                schema,
+                registry,
+            ) {
+                if let Ok(counts) = self.read_in_one_transaction(&query, row) {
+                    return Ok(counts);
+                }
+            }
+        }
+        self.read(&self.meta.inlined_counts(registry), row)
+    }
+
+    /// [`Lake::read`] bound and executed in one transaction. `sqlite_query` keeps the SQLite
+    /// connection of the transaction that bound it, which an autocommit prepare closes before
+    /// the statement executes (the execution then fails with SQLite's "out of memory").
+    fn read_in_one_transaction<T>(
+        &self,
+        query: &str,
+        row: impl FnMut(&duckdb::Row) -> duckdb::Result<T>,
+    ) -> Result<Vec<T>> {
+        self.conn
+            .execute_batch("BEGIN TRANSACTION")
+            .map_err(|e| SrdpError::duckdb("starting a metadata read failed".to_string(), e))?;
+        let outcome = self.read(query, row);
+        let end = if outcome.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        let ended = self.conn.execute_batch(end);
+        let rows = outcome?;
+        ended.map_err(|e| SrdpError::duckdb("ending a metadata read failed".to_string(), e))?;
+        Ok(rows)
     }
 
     /// Live data files of one dataset.

@@ -62,7 +62,13 @@ def test_maintenance_on_postgres_and_s3_keeps_rows_snapshots_and_files(servers, 
     independent = con.execute(
         "SELECT count(*) FROM __ducklake_metadata_lake.lake.ducklake_inlined_data_1_1"
     ).fetchone()[0]
+    con.execute("CALL enable_logging('QueryLog')")
     assert con.execute("SELECT inlined_rows FROM srdp_inlined_row_count('lake')").fetchall() == [(independent,)] == [(20,)]
+    logged = [r[0] for r in con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()]
+    con.execute("CALL disable_logging()")
+    # PostgreSQL ran the count (postgres_query), not DuckDB's union over its catalog.
+    assert [q for q in logged if "FROM postgres_query('__ducklake_metadata_lake'" in q]
+    assert not [q for q in logged if 'AS n FROM "__ducklake_metadata_lake"."lake"."ducklake_inlined_data_' in q]
 
     before = con.execute(ROWS).fetchone()
     snapshot_before = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()[0]
