@@ -314,11 +314,17 @@ impl<'a> Lake<'a> {
         }))
     }
 
-    /// Physical rows of each of `registry`'s inlined tables: `table_id, rows`. On a SQLite or
-    /// PostgreSQL catalog the catalog database runs the union itself (see
-    /// [`MetadataTables::inlined_counts_in_catalog_db`]); should that fail, DuckDB runs it, as on
-    /// a DuckDB-file catalog.
+    /// Physical rows of each of `registry`'s inlined tables: `table_id, rows` (see
+    /// [`Lake::count_rows`]).
     fn count_inlined(&self, registry: &[(i64, String)]) -> Result<Vec<(i64, i64)>> {
+        self.count_rows(registry, &self.meta.inlined_counts(registry))
+    }
+
+    /// `table_id, rows` of each of the metadata tables `tables` (`table_id, table name`). On a
+    /// SQLite or PostgreSQL catalog the catalog database runs the union itself (see
+    /// [`MetadataTables::inlined_counts_in_catalog_db`]); should that fail, DuckDB runs
+    /// `fallback`, the same union over its catalog of the metadata, as on a DuckDB-file catalog.
+    fn count_rows(&self, tables: &[(i64, String)], fallback: &str) -> Result<Vec<(i64, i64)>> {
         let row = |r: &duckdb::Row| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?));
         let pushed = match self.spec.backend {
             "sqlite" => Some(("sqlite_query", None)),
@@ -327,18 +333,15 @@ impl<'a> Lake<'a> {
         };
         if let Some((function, schema)) = pushed {
             let metadata_db = format!("__ducklake_metadata_{}", self.spec.alias);
-            if let Some(query) = MetadataTables::inlined_counts_in_catalog_db(
-                function,
-                &metadata_db,
-                schema,
-                registry,
-            ) {
+            if let Some(query) =
+                MetadataTables::inlined_counts_in_catalog_db(function, &metadata_db, schema, tables)
+            {
                 if let Ok(counts) = self.read_in_one_transaction(&query, row) {
                     return Ok(counts);
                 }
             }
         }
-        self.read(&self.meta.inlined_counts(registry), row)
+        self.read(fallback, row)
     }
 
     /// [`Lake::read`] bound and executed in one transaction. `sqlite_query` keeps the SQLite

@@ -184,20 +184,23 @@ impl Lake<'_> {
         // `inlined_delete` also names deletes of inlined rows, which make no marker table: when
         // one query over all the tables fails, each is counted alone (a missing table holds no
         // marker; any other failure counts as markers of unknown number, so DuckLake is asked).
-        let counts = match self.read(&self.meta.inline_deletion_counts(&marked), |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-        }) {
-            Ok(counts) => counts,
-            Err(_) => marked
-                .iter()
-                .map(|&id| {
-                    (
-                        id,
-                        self.inline_deletions_of(id).unwrap_or(None).unwrap_or(-1),
-                    )
-                })
-                .collect(),
-        };
+        let marker_tables: Vec<(i64, String)> = marked
+            .iter()
+            .map(|&id| (id, format!("ducklake_inlined_delete_{id}")))
+            .collect();
+        let counts =
+            match self.count_rows(&marker_tables, &self.meta.inline_deletion_counts(&marked)) {
+                Ok(counts) => counts,
+                Err(_) => marked
+                    .iter()
+                    .map(|&id| {
+                        (
+                            id,
+                            self.inline_deletions_of(id).unwrap_or(None).unwrap_or(-1),
+                        )
+                    })
+                    .collect(),
+            };
         for (id, n) in counts {
             let state = states.entry(id).or_default();
             if n < 0 {
