@@ -215,7 +215,7 @@ fn compact_one(
             attempts = attempts.max(merged.attempts);
             (processed, created) = (merged.processed, merged.created);
             bounded_calls = Some(merged.calls);
-            merged_from = Some((merged.live_before, merged.starts));
+            merged_from = Some((merged.live_before.unwrap_or(state.files), merged.starts));
         } else {
             let (live, starts) = lake.file_row_starts(d)?;
             let merged = lake.merge(d, upkeep.explicit(), done)?;

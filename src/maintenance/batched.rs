@@ -114,9 +114,10 @@ pub struct Merged {
     /// Calls that processed files.
     pub calls: u64,
     /// The first row id of every file that was live before one of the calls (for the lost-delete
-    /// guard), and the live files before the first call.
+    /// guard).
     pub starts: BTreeMap<i64, i64>,
-    pub live_before: i64,
+    /// The live files before the first call (`None` until it runs).
+    pub live_before: Option<i64>,
 }
 
 impl Lake<'_> {
@@ -225,9 +226,7 @@ impl Lake<'_> {
         );
         for _ in 0..call_cap(small) {
             let (live, starts) = self.file_row_starts(dataset)?;
-            if merged.starts.is_empty() {
-                merged.live_before = live;
-            }
+            merged.live_before.get_or_insert(live);
             merged.starts.extend(starts);
             let message = format!(
                 "srdp_compact: merge {} (bounded call {})",

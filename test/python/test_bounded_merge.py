@@ -182,6 +182,27 @@ def test_a_partitioned_dataset_merges_several_partitions_per_bounded_call(tmp_pa
     con.close()
 
 
+def test_a_bounded_merge_of_an_auto_compact_false_dataset_is_explicit_and_leaves_the_option(tmp_path):
+    """Each bounded call is an explicit step (ADR 000): it sets `auto_compact` true and back to
+    false in its own transaction, so the option rows are exactly as before."""
+    cfg = lake_config(tmp_path, ["lake"])
+    con = srdp.connect(config=str(cfg))
+    con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
+    build(con, "lake", 500)
+    con.execute("CALL lake.set_option('auto_compact', false, schema => 'main', table_name => 't')")
+    options = "SELECT * FROM __ducklake_metadata_lake.ducklake_metadata ORDER BY ALL"
+    before_options, before_rows = con.execute(options).fetchall(), fingerprint(con, "lake")
+
+    (row,) = srdp.call(con, "srdp_compact", "lake", merge_batch_files=100)
+    assert row["status"].startswith("compacted; explicit: auto_compact is false for bulk calls only; merged in ")
+    assert (row["files_before"], row["files_after"]) == (500, 1)
+    assert con.execute(options).fetchall() == before_options
+    assert fingerprint(con, "lake") == before_rows
+    # DuckLake's own calls still skip the table.
+    assert con.execute("CALL ducklake_merge_adjacent_files('lake', 't', schema => 'main')").fetchall() == []
+    con.close()
+
+
 def test_merge_batch_files_below_two_is_refused_by_name(tmp_path):
     cfg = lake_config(tmp_path, ["lake"])
     con = srdp.connect(config=str(cfg))
