@@ -240,13 +240,16 @@ def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> 
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
                 "AND schema_name = 'main' ORDER BY table_name").fetchall()]
             rows = []
+            # execute, not the relation API: con.sql(...).fetchall() binds the merge in one
+            # transaction and runs it in another, so DuckLake loads its snapshot twice
+            # (bench/profile_steps.py); execute does both in one, the fastest correct form.
             for t in tables:
-                flushed = con.sql(
+                flushed = con.execute(
                     f"CALL ducklake_flush_inlined_data('lake', schema_name => 'main', table_name => {_lit(t)})"
                 ).fetchall()
                 merged = [(0, 0)]
                 if op == "compact":
-                    merged = con.sql(
+                    merged = con.execute(
                         f"SELECT files_processed, files_created FROM ducklake_merge_adjacent_files("
                         f"'lake', {_lit(t)}, schema => 'main')").fetchall() or [(0, 0)]
                 rows.append((t, sum(r[2] for r in flushed),

@@ -1,0 +1,134 @@
+"""Where the time of "every dataset has work" goes, statement by statement.
+
+Builds two identical lakes of N datasets (bench.py's layout: inlined rows and small files in
+every dataset), runs srdp_compact on one and the hand-written loop of
+ducklake_flush_inlined_data + ducklake_merge_adjacent_files on the other, each with DuckDB's
+QueryLog on, and splits each side's wall time by the statements in the log: srdp's own
+statements (planning read, commit labels, the guard's read, the settle read, BEGIN/SET) and
+DuckLake's (the flush and merge calls, COMMIT, and the metadata queries DuckLake runs for them).
+The time of a statement is the gap to the next logged statement of the same run, so a call's
+Parquet work lands on the last metadata query before it.
+
+    .venv/bin/python bench/profile_steps.py                 # 100 datasets
+    .venv/bin/python bench/profile_steps.py --datasets 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+
+# srdp's own statements, by what they contain; everything else in the log is DuckLake's.
+SRDP_STATEMENTS = [
+    ("commit label (set_commit_message)", r"set_commit_message"),
+    ("guard: first row ids before the merge", r"row_id_start FROM"),
+    ("settle: latest snapshot after the dataset", r"^SELECT max\(snapshot_id\)"),
+    ("SET / RESET of the caller's settings", r"^(SET|RESET) "),
+]
+DUCKLAKE_CALLS = [
+    ("ducklake_flush_inlined_data", r"ducklake_flush_inlined_data"),
+    ("ducklake_merge_adjacent_files", r"ducklake_merge_adjacent_files"),
+    ("COMMIT", r"^COMMIT"),
+    # srdp's own BEGIN (two per dataset) and DuckLake's internal ones look alike.
+    ("BEGIN TRANSACTION (srdp's and DuckLake's)", r"^BEGIN"),
+]
+
+
+def classify(statement: str, srdp_side: bool, planning: bool) -> tuple[str, str]:
+    """(whose work, what) for one logged statement of the srdp side or the plain side."""
+    text = statement.strip()
+    for what, pattern in DUCKLAKE_CALLS:
+        if re.search(pattern, text):
+            return "ducklake", what
+    if srdp_side:
+        for what, pattern in SRDP_STATEMENTS:
+            if re.search(pattern, text):
+                return "srdp", what
+    if planning:
+        return ("srdp", "planning read (before the first step)") if srdp_side else ("caller", "listing the tables")
+    if "__ducklake_metadata_" in text:
+        return "ducklake", "DuckLake's metadata queries"
+    return "other", "other"
+
+
+def profile(con, sql_steps, srdp_side: bool) -> tuple[float, dict[tuple[str, str], float], int]:
+    """Runs `sql_steps(con)` with the QueryLog on; returns the wall time, the seconds per
+    (side, what) and the number of logged statements."""
+    con.execute("CALL truncate_duckdb_logs()")
+    con.execute("CALL enable_logging('QueryLog')")
+    start = time.perf_counter()
+    sql_steps(con)
+    wall = time.perf_counter() - start
+    con.execute("CALL disable_logging()")
+    logs = con.sql(
+        "SELECT timestamp, message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp"
+    ).fetchall()
+    spent: dict[tuple[str, str], float] = {}
+    planning = True
+    for (t0, message), (t1, _) in zip(logs, logs[1:]):
+        if re.match(r"\s*(BEGIN|CALL ducklake_flush|SELECT files_processed)", message):
+            planning = False
+        key = classify(message, srdp_side, planning)
+        spent[key] = spent.get(key, 0.0) + (t1 - t0).total_seconds()
+    return wall, spent, len(logs)
+
+
+def plain_loop(con) -> None:
+    tables = [r[0] for r in con.sql(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
+        "AND schema_name = 'main' ORDER BY table_name").fetchall()]
+    for t in tables:
+        con.execute(f"CALL ducklake_flush_inlined_data('lake', schema_name => 'main', table_name => {bench._lit(t)})").fetchall()
+        con.execute(f"SELECT files_processed, files_created FROM ducklake_merge_adjacent_files("
+                f"'lake', {bench._lit(t)}, schema => 'main')").fetchall()
+
+
+def srdp_compact(con) -> None:
+    con.sql("SELECT * FROM srdp_compact('lake')").fetchall()
+
+
+def render(n: int, sides: dict[str, tuple[float, dict, int]]) -> str:
+    lines = []
+    for side, (wall, spent, logged) in sides.items():
+        lines.append(f"{side}: {wall:.3f} s wall, {wall / n * 1000:.1f} ms per dataset, {logged} statements logged")
+        for (owner, what), seconds in sorted(spent.items(), key=lambda kv: (kv[0][0] != "srdp", -kv[1])):
+            lines.append(f"  {owner:8s} {what:45s} {seconds * 1000:9.1f} ms  {seconds / n * 1000:6.2f} ms/dataset")
+        own = sum(s for (owner, _), s in spent.items() if owner == "srdp")
+        lines.append(f"  {'':8s} {'srdp statements in total':45s} {own * 1000:9.1f} ms  {own / n * 1000:6.2f} ms/dataset")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", type=int, default=100)
+    args = ap.parse_args()
+    n = args.datasets
+    with tempfile.TemporaryDirectory(prefix="srdp-profile-") as work:
+        roots = {side: Path(work) / side for side in ("srdp", "plain")}
+        for root in roots.values():
+            bench.build({"root": str(root), "kind": "datasets", "datasets": n})
+        sides = {}
+        con = bench.srdp_connect(roots["srdp"])
+        sides["srdp_compact"] = profile(con, srdp_compact, srdp_side=True)
+        con.close()
+        con = bench.plain_connect(roots["plain"], bench.INLINE_LIMIT, override=False)
+        sides["hand-written loop"] = profile(con, plain_loop, srdp_side=False)
+        con.close()
+        fps = [bench.spawn({"mode": "verify", "root": str(roots[s]), "override": False})["fingerprint"]
+               for s in ("srdp", "plain")]
+        bench.compare_lakes("profile: srdp vs plain", fps[0], fps[1])
+    print(f"every dataset has work, {n} datasets (SQLite catalog, local data)")
+    print(render(n, sides))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
