@@ -29,8 +29,8 @@ import bench  # noqa: E402
 # srdp's own statements, by what they contain; everything else in the log is DuckLake's.
 SRDP_STATEMENTS = [
     ("commit label (set_commit_message)", r"set_commit_message"),
-    ("guard: first row ids before the merge", r"row_id_start FROM"),
-    ("settle: latest snapshot after the dataset", r"^SELECT max\(snapshot_id\)"),
+    ("guard: first row ids before the merge", r"SELECT data_file_id(::BIGINT)?, row_id_start"),
+    ("settle: latest snapshot after the dataset", r"max\(snapshot_id\)( AS latest)? FROM"),
     ("SET / RESET of the caller's settings", r"^(SET|RESET) "),
 ]
 DUCKLAKE_CALLS = [
@@ -71,12 +71,24 @@ def profile(con, sql_steps, srdp_side: bool) -> tuple[float, dict[tuple[str, str
     logs = con.sql(
         "SELECT timestamp, message FROM duckdb_logs WHERE type = 'QueryLog' ORDER BY timestamp"
     ).fetchall()
-    spent: dict[tuple[str, str], float] = {}
+    keys = []
     planning = True
-    for (t0, message), (t1, _) in zip(logs, logs[1:]):
+    for _, message in logs:
         if re.match(r"\s*(BEGIN|CALL ducklake_flush|SELECT files_processed)", message):
             planning = False
-        key = classify(message, srdp_side, planning)
+        keys.append(classify(message, srdp_side, planning))
+    # The BEGIN right before one of srdp's statements is srdp's, and so is the COMMIT right
+    # after one of its reads (srdp reads the catalog database in a transaction of its own).
+    for i, key in enumerate(keys):
+        if key[0] != "srdp":
+            continue
+        if i > 0 and keys[i - 1][1].startswith("BEGIN"):
+            keys[i - 1] = ("srdp", "BEGIN / COMMIT of srdp's own")
+        if "read" in key[1] or key[1].startswith(("guard", "settle")):
+            if i + 1 < len(keys) and keys[i + 1][1] == "COMMIT":
+                keys[i + 1] = ("srdp", "BEGIN / COMMIT of srdp's own")
+    spent: dict[tuple[str, str], float] = {}
+    for key, (t0, _), (t1, _) in zip(keys, logs, logs[1:]):
         spent[key] = spent.get(key, 0.0) + (t1 - t0).total_seconds()
     return wall, spent, len(logs)
 
