@@ -89,20 +89,24 @@ unit:
 sqltest:
 	$(PY) -m pytest -q test/sql
 
+# Two worker processes (pytest-xdist), each test file whole in one of them: a file's module
+# fixtures (servers, dbt projects, lakes) stay in one process. PYTEST_WORKERS=0 runs in-process.
+PYTEST_WORKERS ?= 2
 pytest:
-	$(PY) -m pytest -q --durations=12 test/python
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=12 test/python
 
 # --- demo and benchmarks --------------------------------------------------------------------
 demo: release
 	bash scripts/demo.sh
 
-# srdp against the plain DuckLake calls, same run, identical lakes (about 27 minutes; see
-# bench/README.md; `.venv/bin/python bench/bench.py --datasets 10,100` takes about 3).
+# srdp against the plain DuckLake calls, same run, identical lakes (about 50 minutes in all; see
+# bench/README.md; `.venv/bin/python bench/bench.py --datasets 10,100 --files 0` takes about 5).
 bench: postgres release
 	$(PY) bench/bench.py
 	$(PY) bench/bench_pg.py
 	$(PY) bench/bench_io.py
 	$(PY) bench/bench_steady.py
+	$(PY) bench/profile_steps.py
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:

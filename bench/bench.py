@@ -524,7 +524,7 @@ def main() -> int:
     ap.add_argument("--scenarios", default="count,pressure,flush,compact",
                     help="comma-separated scenarios at each dataset scale (default: all four)")
     ap.add_argument("--files", type=int, help="files in the many-files lake (default 30000; 0 = skip)")
-    ap.add_argument("--repeats", type=int, help="flush/compact repetitions per scale (default 3 up to 10 datasets, else 1)")
+    ap.add_argument("--repeats", type=int, help="flush/compact repetitions per scale (default 5 up to 100 datasets, else 1)")
     ap.add_argument("--workdir", help="where to build the lakes (default: a new folder in $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the lakes after the run")
     ap.add_argument("--out", help="JSON result file (default bench/results/results[-quick].json)")
@@ -568,7 +568,7 @@ def main() -> int:
             datasets = n if kind == "datasets" else 1
             if kind == "datasets":
                 scenarios = [sc for sc in ("count", "pressure", "flush", "compact") if sc in args.scenarios.split(",")]
-                reps = args.repeats or (3 if n <= 10 else 1)
+                reps = args.repeats or (5 if n <= 100 else 1)
             else:
                 scenarios = ["compact"]
                 reps = args.repeats or 1
