@@ -32,6 +32,8 @@ SRDP_STATEMENTS = [
     ("guard: first row ids before the merge", r"SELECT data_file_id(::BIGINT)?, row_id_start"),
     ("settle: latest snapshot after the dataset", r"max\(snapshot_id\)( AS latest)? FROM"),
     ("SET / RESET of the caller's settings", r"^(SET|RESET) "),
+    # The planning read's inlined counts, run by the catalog database in a transaction of their own.
+    ("planning read (before the first step)", r"^SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM (sqlite|postgres)_query\("),
 ]
 DUCKLAKE_CALLS = [
     ("ducklake_flush_inlined_data", r"ducklake_flush_inlined_data"),
