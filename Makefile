@@ -91,9 +91,11 @@ sqltest:
 
 # Two worker processes (pytest-xdist), each test file whole in one of them: a file's module
 # fixtures (servers, dbt projects, lakes) stay in one process. PYTEST_WORKERS=0 runs in-process.
+# Tests marked serial (throughput under load) run afterwards, alone.
 PYTEST_WORKERS ?= 2
 pytest:
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=12 test/python
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" --durations=12 test/python
+	$(PY) -m pytest -q -m serial test/python
 
 # --- demo and benchmarks --------------------------------------------------------------------
 demo: release

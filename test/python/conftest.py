@@ -22,10 +22,17 @@ LONGEST_FILES_FIRST = (
     "test_maintenance_planner.py",
     "test_dist.py",
     "test_landing_kill.py",
-    "test_maintenance_load.py",
     "test_dbt_materializations.py",
     "test_demo.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "serial: measures throughput under load and needs the machine to itself; make test runs "
+        "these after the parallel run, in one process",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
