@@ -531,6 +531,8 @@ def main() -> int:
     parser.add_argument("--rows", default="10-50", help="rows per batch, lo-hi")
     parser.add_argument("--ops", default="compact,flush", help="maintenance functions called in turn")
     parser.add_argument("--min-calls", type=int, default=Settings.min_calls)
+    parser.add_argument("--loader-pause", type=float, default=Settings.loader_pause_s,
+                        help="seconds each loader waits after a committed batch (0: back to back)")
     parser.add_argument("--extra", default="", help="lines added to the catalog's definition in srdp.toml")
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder, removed unless --keep")
     parser.add_argument("--keep", action="store_true")
@@ -542,7 +544,8 @@ def main() -> int:
         return 0
     lo, hi = (int(x) for x in args.rows.split("-"))
     settings = Settings(seconds=args.seconds, loaders=args.loaders, min_rows=lo, max_rows=hi,
-                        ops=tuple(args.ops.split(",")), min_calls=args.min_calls)
+                        ops=tuple(args.ops.split(",")), min_calls=args.min_calls,
+                        loader_pause_s=args.loader_pause)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="srdp-load-"))
     servers = None
     try:
