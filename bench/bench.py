@@ -215,6 +215,34 @@ def run(spec: dict) -> dict:
     return time_calls(con, side, op, spec.get("repeats", 1))
 
 
+HAND_LOOP_COLUMNS = ("table_name", "rows_flushed", "files_processed", "files_created")
+
+
+def hand_loop(con, op: str) -> list[tuple]:
+    """The hand-written maintenance of every table of schema main: per table
+    ``ducklake_flush_inlined_data`` and, for ``op`` compact, ``ducklake_merge_adjacent_files``;
+    one row of HAND_LOOP_COLUMNS per table."""
+    tables = [r[0] for r in con.sql(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
+        "AND schema_name = 'main' ORDER BY table_name").fetchall()]
+    rows = []
+    # execute, not the relation API: con.sql(...).fetchall() binds the merge in one
+    # transaction and runs it in another, so DuckLake loads its snapshot twice
+    # (bench/profile_steps.py); execute does both in one, the fastest correct form.
+    for t in tables:
+        flushed = con.execute(
+            f"CALL ducklake_flush_inlined_data('lake', schema_name => 'main', table_name => {_lit(t)})"
+        ).fetchall()
+        merged = [(0, 0)]
+        if op == "compact":
+            merged = con.execute(
+                f"SELECT files_processed, files_created FROM ducklake_merge_adjacent_files("
+                f"'lake', {_lit(t)}, schema => 'main')").fetchall() or [(0, 0)]
+        rows.append((t, sum(r[2] for r in flushed),
+                     sum(m[0] for m in merged), sum(m[1] for m in merged)))
+    return rows
+
+
 def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> dict:
     """Times ``op`` (count, flush, compact) through srdp or the hand-written DuckLake calls
     ``repeats`` times on ``con``; returns the times, peak RSS and what the calls reported."""
@@ -236,25 +264,8 @@ def time_calls(con, side: str, op: str, repeats: int, meta: str = MAIN_META) -> 
             con.execute(count_sql[0])
             cols, rows = ["table_name", "inlined_rows"], con.sql(hand_pressure_sql(meta)).fetchall()
         else:
-            tables = [r[0] for r in con.sql(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
-                "AND schema_name = 'main' ORDER BY table_name").fetchall()]
-            rows = []
-            # execute, not the relation API: con.sql(...).fetchall() binds the merge in one
-            # transaction and runs it in another, so DuckLake loads its snapshot twice
-            # (bench/profile_steps.py); execute does both in one, the fastest correct form.
-            for t in tables:
-                flushed = con.execute(
-                    f"CALL ducklake_flush_inlined_data('lake', schema_name => 'main', table_name => {_lit(t)})"
-                ).fetchall()
-                merged = [(0, 0)]
-                if op == "compact":
-                    merged = con.execute(
-                        f"SELECT files_processed, files_created FROM ducklake_merge_adjacent_files("
-                        f"'lake', {_lit(t)}, schema => 'main')").fetchall() or [(0, 0)]
-                rows.append((t, sum(r[2] for r in flushed),
-                             sum(m[0] for m in merged), sum(m[1] for m in merged)))
-            cols = ["table_name", "rows_flushed", "files_processed", "files_created"]
+            rows = hand_loop(con, op)
+            cols = list(HAND_LOOP_COLUMNS)
         times.append(time.perf_counter() - start)
     rss_peak = _peak_rss_mb()
     result = [dict(zip(cols, r)) for r in rows]

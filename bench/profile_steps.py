@@ -96,13 +96,7 @@ def profile(con, sql_steps, srdp_side: bool) -> tuple[float, dict[tuple[str, str
 
 
 def plain_loop(con) -> None:
-    tables = [r[0] for r in con.sql(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' "
-        "AND schema_name = 'main' ORDER BY table_name").fetchall()]
-    for t in tables:
-        con.execute(f"CALL ducklake_flush_inlined_data('lake', schema_name => 'main', table_name => {bench._lit(t)})").fetchall()
-        con.execute(f"SELECT files_processed, files_created FROM ducklake_merge_adjacent_files("
-                f"'lake', {bench._lit(t)}, schema => 'main')").fetchall()
+    bench.hand_loop(con, "compact")
 
 
 def srdp_compact(con) -> None:

@@ -1,10 +1,10 @@
 """Maintenance finishes beside loaders: two loader processes, one maintenance process, 60 s.
 
 The scenario is bench/load.py's (``.venv/bin/python bench/load.py`` runs it with other durations,
-loader counts, loader pauses and a PostgreSQL catalog, and prints the figures). Two loader processes
-commit small autocommit batches, 20 ms apart, into two tables of a SQLite catalog for 60 s while a
-third process runs
-``srdp_compact`` and ``srdp_flush`` in turn, with srdp's default retry policy. Passing needs every
+loader counts, loader pauses and a PostgreSQL catalog, and prints the figures). Two loader
+processes commit small autocommit batches, 20 ms apart, into two tables of a SQLite catalog for
+60 s while a third process runs ``srdp_compact`` and ``srdp_flush`` in turn, with srdp's default
+retry policy. Passing needs every
 maintenance call to succeed, every row a loader committed to be there exactly once (through
 DuckLake and in the live Parquet files) and nothing else, at least 3 calls that started and
 succeeded while the loaders were still loading (a call that keeps meeting ``database is locked``
