@@ -15,7 +15,7 @@ import srdp
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
-# The files that take longest (60-100 s each in `make test`), run first: `make test` hands whole
+# The files that take longest (40-100 s each in `make test`), run first: `make test` hands whole
 # files to two workers (pytest-xdist --dist loadfile) in collection order, and a long file handed
 # out last keeps one worker busy after the other has finished.
 LONGEST_FILES_FIRST = (
