@@ -72,6 +72,58 @@ impl AttachSpec {
     }
 }
 
+/// The statements that tell whether a local metadata file holds a DuckLake catalog, that is a
+/// `ducklake_metadata` table in the metadata schema. DuckLake creates all its tables in one
+/// metadata transaction, so a file without that table is a lake a writer has not created yet
+/// (its first attach was killed, or never ran) and the writer's next attach creates it whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LakeProbe {
+    /// Run first (the DuckDB file attached read-only under [`PROBE_ALIAS`]).
+    pub before: Option<String>,
+    /// One row, one count: 0 when the file holds no DuckLake catalog.
+    pub count: String,
+    /// Run last, also when `count` failed.
+    pub after: Option<String>,
+}
+
+/// The alias a DuckDB metadata file is attached under while it is probed.
+pub const PROBE_ALIAS: &str = "__srdp_lake_probe";
+
+impl AttachSpec {
+    /// How to probe the metadata file, for file-backed catalogs (`None` for PostgreSQL).
+    pub fn lake_probe(&self) -> Option<LakeProbe> {
+        let file = Literal::new(&self.metadata_file.as_ref()?.display().to_string());
+        match self.backend {
+            "sqlite" => Some(LakeProbe {
+                before: None,
+                count: format!(
+                    "SELECT count(*) FROM sqlite_scan({file}, 'sqlite_master') \
+                     WHERE type = 'table' AND name = 'ducklake_metadata'"
+                ),
+                after: None,
+            }),
+            "duckdb" => {
+                let alias = Ident::new(PROBE_ALIAS);
+                Some(LakeProbe {
+                    before: Some(sql::attach(
+                        &file,
+                        &alias,
+                        &[AttachOption::Flag("READ_ONLY")],
+                    )),
+                    count: format!(
+                        "SELECT count(*) FROM duckdb_tables() WHERE database_name = {} \
+                         AND schema_name = {} AND table_name = 'ducklake_metadata'",
+                        Literal::new(PROBE_ALIAS),
+                        Literal::new(&self.metadata_schema)
+                    ),
+                    after: Some(sql::detach(&alias)),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Plans the attach of `def` under `alias` for `role`.
 pub fn plan(def: &CatalogDef, alias: &str, role: Role) -> AttachSpec {
     let secret = match role {
@@ -195,6 +247,41 @@ mod tests {
             .sql
             .ends_with("META_SECRET 'lake_reader', READ_ONLY)"));
         assert_eq!(reader.metadata_file, None);
+    }
+
+    #[test]
+    fn lake_probes_look_for_the_metadata_table() {
+        let lite = def("[catalogs.lake]\nmetadata = \"sqlite:c/it's.sqlite\"\ndata_path = \"d\"\n");
+        assert_eq!(
+            plan(&lite, "lake", Role::Reader).lake_probe(),
+            Some(LakeProbe {
+                before: None,
+                count: "SELECT count(*) FROM sqlite_scan('/p/c/it''s.sqlite', 'sqlite_master') \
+                        WHERE type = 'table' AND name = 'ducklake_metadata'"
+                    .into(),
+                after: None,
+            })
+        );
+        let duck = def(
+            "[catalogs.lake]\nmetadata = \"c/lake.ducklake\"\nmetadata_schema = \"meta\"\n\
+             data_path = \"d\"\n",
+        );
+        assert_eq!(
+            plan(&duck, "lake", Role::Reader).lake_probe(),
+            Some(LakeProbe {
+                before: Some(
+                    "ATTACH '/p/c/lake.ducklake' AS \"__srdp_lake_probe\" (READ_ONLY)".into()
+                ),
+                count: "SELECT count(*) FROM duckdb_tables() WHERE database_name = \
+                        '__srdp_lake_probe' AND schema_name = 'meta' AND table_name = \
+                        'ducklake_metadata'"
+                    .into(),
+                after: Some("DETACH \"__srdp_lake_probe\"".into()),
+            })
+        );
+        let pg =
+            def("[catalogs.pg]\nmetadata = \"postgres:dbname=lake\"\ndata_path = \"s3://b/\"\n");
+        assert_eq!(plan(&pg, "pg", Role::Reader).lake_probe(), None);
     }
 
     #[test]

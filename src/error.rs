@@ -69,6 +69,17 @@ pub enum SrdpError {
     )]
     LakeMissing { catalog: String, metadata: String },
 
+    /// A reader found the metadata file, but no DuckLake catalog in it: a writer's first attach
+    /// was interrupted (a kill while DuckLake created the lake) or never ran. DuckLake creates
+    /// a lake in one metadata transaction, so the writer's next attach creates it whole.
+    #[error(
+        "catalog '{catalog}' is not initialised yet: {metadata} holds no complete DuckLake \
+         catalog (a writer's first attach was interrupted, or none has run). A reader never \
+         creates a lake; the writer role creates it on its next attach: \
+         srdp_attach_catalog('{catalog}', role := 'writer')"
+    )]
+    LakeNotInitialised { catalog: String, metadata: String },
+
     /// The alias is taken by a database srdp did not attach, or by another definition.
     #[error("{0}")]
     AliasInUse(String),

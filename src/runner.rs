@@ -7,7 +7,7 @@
 //! `ATTACH`/`DETACH` on the runner are database-wide: the caller sees the result from its next
 //! statement on.
 
-use crate::attach::{AttachSpec, Role};
+use crate::attach::{self, AttachSpec, Role};
 use crate::error::{Result, SrdpError};
 use crate::maintenance::Lake;
 use crate::sql::{self, Literal};
@@ -82,7 +82,9 @@ impl Runner {
         match (present, inner.attached.get(&key)) {
             (false, _) => {
                 inner.preflight(spec)?;
-                inner.attach_retrying(spec)?;
+                inner
+                    .attach_retrying(spec)
+                    .map_err(|e| inner.explain_reader_failure(spec, e))?;
                 inner.attached.insert(key, spec.clone());
                 inner.note_seen(spec);
                 Ok(AttachStatus::Attached)
@@ -291,6 +293,40 @@ impl Inner {
                 _ => return Err(error),
             }
         }
+    }
+
+    /// A reader's failed ATTACH of a local metadata file that holds no DuckLake catalog becomes
+    /// [`SrdpError::LakeNotInitialised`] (DuckLake's own words, "Failed to probe DuckLake
+    /// metadata" or "creating a new DuckLake is explicitly disabled", do not say what to do).
+    /// Any other failure, and a probe that cannot tell, keep DuckLake's error.
+    fn explain_reader_failure(&self, spec: &AttachSpec, error: SrdpError) -> SrdpError {
+        let (Role::Reader, Some(file), Some(probe)) =
+            (spec.role, &spec.metadata_file, spec.lake_probe())
+        else {
+            return error;
+        };
+        // A DuckDB file killed while it was created can be empty, which DuckDB cannot open.
+        let empty = std::fs::metadata(file).is_ok_and(|m| m.len() == 0);
+        if empty || self.probe_lake(&probe) == Some(0) {
+            SrdpError::LakeNotInitialised {
+                catalog: spec.catalog.clone(),
+                metadata: spec.metadata_display.clone(),
+            }
+        } else {
+            error
+        }
+    }
+
+    /// Runs a [`attach::LakeProbe`]; `None` when it cannot tell.
+    fn probe_lake(&self, probe: &attach::LakeProbe) -> Option<i64> {
+        if let Some(before) = &probe.before {
+            self.conn.execute_batch(before).ok()?;
+        }
+        let count = self.count(&probe.count).ok();
+        if let Some(after) = &probe.after {
+            let _ = self.conn.execute_batch(after);
+        }
+        count
     }
 
     /// Checks that can fail before anything changes, and the directories a writer creates.

@@ -9,7 +9,8 @@
 //! data_inlining_row_limit BIGINT, status` where status is `attached`, `already attached` (the
 //! same definition is attached under that alias: nothing done) or `re-attached`.
 //! Errors: unknown catalog or role, NULL or empty arguments, a missing secret, a reader of a lake
-//! that does not exist, an alias taken by another definition or by a database srdp did not
+//! that does not exist or whose metadata file holds no DuckLake catalog yet (a writer's first
+//! attach was killed; the writer's next attach creates it), an alias taken by another definition or by a database srdp did not
 //! attach. On any error nothing is attached.
 //!
 //! ```sql

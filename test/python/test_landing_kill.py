@@ -3,8 +3,14 @@ table at once: every landed row is in raw exactly once, and at every point raw h
 loads its ledger records (the ledger row commits in the same DuckLake transaction as the rows).
 
 Eight loads with child rows wait in the landing zone; a promotion process is killed with SIGKILL
-at a random moment after it is ready (seeded by ``SRDP_KILL_SEED``, printed on failure), up to
-ten times while loads are left, then run to the end. Raw is read back through srdp's attach; expected rows come from the source.
+at a random moment after it is ready (seeded by ``SRDP_KILL_SEED``; the seed is printed, so pytest
+shows it with any failure, and is recorded as the test's ``seed`` property), up to ten times while
+loads are left, then run to the end. Raw is read back through srdp's attach; expected rows come from
+the source.
+
+A kill while the promotion's first writer attach creates the lake leaves a ``lake.sqlite`` that holds
+no DuckLake catalog yet. srdp's reader attach then says so (``NOT_INITIALISED``), and a user's rerun
+(the next promotion, which attaches as the writer) creates the lake whole and promotes every row.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import subprocess
 import textwrap
 import time
 from pathlib import Path
+from typing import Callable
 
+import duckdb
 import pytest
 
 import srdp
@@ -42,16 +50,30 @@ PROMOTE = textwrap.dedent("""
 
 LOADS, ROWS_PER_LOAD = 8, 40
 
+# srdp's reader attach of a lake.sqlite that a kill left before DuckLake created the catalog in it.
+NOT_INITIALISED = (
+    "srdp_attach_catalog: catalog 'lake' is not initialised yet: sqlite:{file} holds no complete DuckLake "
+    "catalog (a writer's first attach was interrupted, or none has run). A reader never creates a lake; "
+    "the writer role creates it on its next attach: srdp_attach_catalog('lake', role := 'writer')"
+)
+
 
 def ledger_and_raw(cfg: Path, setup: list[str] | None = None) -> tuple[int, list[int]]:
-    """(rows the ledger records as promoted, ids in raw), read in one snapshot."""
-    if setup is None and not (cfg.parent / "catalog" / "lake.sqlite").exists():
+    """(rows the ledger records as promoted, ids in raw), read in one snapshot; (0, []) when a kill
+    left no lake, or a lake.sqlite that holds no DuckLake catalog yet (srdp's reader says exactly so)."""
+    lake_file = cfg.parent / "catalog" / "lake.sqlite"
+    if setup is None and not lake_file.exists():
         return 0, []  # killed before the promotion created the lake
     con = srdp.connect(config=cfg)
     for statement in setup or []:
         con.execute(statement)
     try:
-        con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
+        try:
+            con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
+        except duckdb.Error as e:
+            if setup is None and NOT_INITIALISED.format(file=lake_file) in str(e):
+                return 0, []  # killed while the first writer attach created the lake
+            raise
         tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'raw_landed'"
         ).fetchall()}
@@ -68,7 +90,9 @@ def ledger_and_raw(cfg: Path, setup: list[str] | None = None) -> tuple[int, list
         con.close()
 
 
-def test_kill_9_at_random_points_then_rerun_promotes_every_row_exactly_once(tmp_path: Path) -> None:
+def test_kill_9_at_random_points_then_rerun_promotes_every_row_exactly_once(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     cfg = write_config(tmp_path, LANDING_TOML.format(landing="landing", extra=""))
     dest = srdp_dlt.destination("lake", config=cfg, layer="landing")
     pipeline = dest.pipeline("shop", pipelines_dir=str(tmp_path / "p"))
@@ -79,6 +103,8 @@ def test_kill_9_at_random_points_then_rerun_promotes_every_row_exactly_once(tmp_
     ids = list(range(1, LOADS * ROWS_PER_LOAD + 1))
 
     seed = int(os.environ.get("SRDP_KILL_SEED", time.time_ns() % 10_000))
+    print(f"SRDP_KILL_SEED={seed}")  # pytest shows captured output with any failure or error below
+    record_property("seed", seed)
     chance = random.Random(seed)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     killed_with_rows: list[int] = []
@@ -86,7 +112,7 @@ def test_kill_9_at_random_points_then_rerun_promotes_every_row_exactly_once(tmp_
         process = subprocess.Popen([PY, "-c", PROMOTE, str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, env=env, cwd=tmp_path)
         assert process.stdout is not None
-        assert process.stdout.readline().strip() == "ready", process.stderr.read() if process.stderr else ""
+        assert process.stdout.readline().strip() == "ready", f"seed {seed}: {process.stderr.read() if process.stderr else ''}"
         time.sleep(chance.uniform(0.0, 0.3))  # a whole promotion of the 8 loads takes about 1 s
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
@@ -100,11 +126,11 @@ def test_kill_9_at_random_points_then_rerun_promotes_every_row_exactly_once(tmp_
 
     done = subprocess.run([PY, "-c", PROMOTE, str(cfg)], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=300)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, f"seed {seed}: {done.stderr}"
     assert raw_rows(cfg) == [(i, i * 10) for i in ids], f"seed {seed}, rows when killed {killed_with_rows}"
-    assert raw_rows(cfg, "orders__items") == expected_items(ids)
+    assert raw_rows(cfg, "orders__items") == expected_items(ids), f"seed {seed}"
     parent_rows, in_raw = ledger_and_raw(cfg)
-    assert parent_rows == len(in_raw) == len(ids)
+    assert parent_rows == len(in_raw) == len(ids), f"seed {seed}"
 
 
 SCHEMAS = LANDING_TOML[LANDING_TOML.index("[catalogs.lake.schemas.raw]"):]
