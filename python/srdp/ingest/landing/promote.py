@@ -8,11 +8,14 @@ Per load, oldest first:
   state file and the marker, or is still writing); later loads go on;
 * listed in ``skip_loads``: recorded as skipped, never promoted;
 * after a quarantined load: **waiting** behind it;
-* otherwise validated (the raw tables' column types, frozen while ``raw_validated`` is on; dlt's
+* otherwise read and validated (every data file is Parquet and readable, and a table's files agree
+  on column types; the raw tables' column types, frozen while ``raw_validated`` is on; dlt's
   variant columns ``<col>__v_<type>``, which dlt adds when a value does not fit the column's
   type; the project's key columns: present, non-null, unique in the load and not in raw yet; the
   project's checks). A load that fails is **quarantined**: not promoted, reported with the
-  reason; later loads wait behind it until the project fixes it or lists it in ``skip_loads``;
+  reason; later loads wait behind it until the project fixes it or lists it in ``skip_loads``.
+  A variant column with no value in the load is left out: dlt keeps a variant column in its
+  schema once one value needed it, so every later load carries it, all NULL;
 * else **promoted**: the tables' rows and the ledger row in one transaction, labelled with the
   IO manager's writer and the load id.
 """
@@ -31,7 +34,7 @@ from srdp.dagster.handlers import Source
 from srdp.dagster.lake import LakeSession, WritePlan, WriteResult, lossless
 from srdp.dagster.tables import IOManagerError, Slice, TableRef, quote
 from srdp.ingest.landing.ledger import AlreadyPromoted, Ledger
-from srdp.ingest.landing.zone import LandingZone, Load
+from srdp.ingest.landing.zone import LandingZone, Load, UnreadableFile
 
 __all__ = ["Check", "Outcome", "Promotion"]
 
@@ -42,6 +45,9 @@ Check = Callable[[str, pa.Table], "str | Sequence[str] | None"]
 _VARIANT = re.compile(r"^(?P<column>.+)__v_(?P<kind>[a-z0-9_]+)$")
 
 _PROBE = "__srdp_landing_probe"
+
+#: What to do about a landed file the promotion cannot read.
+_UNREADABLE_ADVICE = "replace or remove the file and rerun, or list the load in skip_loads"
 
 
 @dataclass
@@ -113,8 +119,8 @@ class Promotion:
                     load.load_id, "waiting", reasons=[f"waits behind quarantined load {blocked_by}"]
                 ))
                 continue
-            data = {t: self.zone.read(paths) for t, paths in files.items()}
-            problems = self.validate(data, frozen)
+            data, problems = self.read(load, files)
+            problems = problems or self.validate(data, frozen)
             if problems:
                 outcomes.append(Outcome(load.load_id, "quarantined", reasons=problems))
                 blocked_by = load.load_id
@@ -124,7 +130,19 @@ class Promotion:
                 outcomes.append(outcome)
         return outcomes
 
-    # -- validation -------------------------------------------------------------------------
+    # -- reading and validation -------------------------------------------------------------
+
+    def read(self, load: Load, files: Mapping[str, Sequence[str]]) -> tuple[dict[str, pa.Table], list[str]]:
+        """The load's rows per table, without dlt's variant columns that hold no value, and why a
+        table's files could not be read (any: the load is quarantined)."""
+        data: dict[str, pa.Table] = {}
+        problems: list[str] = []
+        for table, paths in files.items():
+            try:
+                data[table] = _without_empty_variants(self.zone.read(paths))
+            except UnreadableFile as error:
+                problems.append(f"{self.ref(table).name}: load {load.load_id} has file {error}; {_UNREADABLE_ADVICE}")
+        return data, problems
 
     def validate(self, data: Mapping[str, pa.Table], frozen: str | None) -> list[str]:
         """Why the load may not go to raw (empty: it may)."""
@@ -244,6 +262,15 @@ class Promotion:
 
 def _source(table: pa.Table) -> Callable[[], Source]:
     return lambda: Source(table, True, "pyarrow.Table")
+
+
+def _without_empty_variants(rows: pa.Table) -> pa.Table:
+    """``rows`` without dlt's variant columns that hold no value. dlt keeps a variant column in its
+    schema once one value needed it, so every later load carries it, all NULL; promoted, it would
+    add a column to raw for good and split the table's files into two column sets that DuckLake
+    never merges. A variant column with values quarantines the load (:func:`_variants`)."""
+    empty = [n for n in rows.column_names if _VARIANT.match(n) and rows.column(n).null_count == len(rows)]
+    return rows.drop_columns(empty) if empty else rows
 
 
 def _variants(ref: TableRef, rows: pa.Table) -> list[str]:

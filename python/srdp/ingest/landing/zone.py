@@ -119,8 +119,42 @@ class LandingZone:
         return self.fs.get_file_info(self.path(INIT)).type == pafs.FileType.File
 
     def read(self, paths: Iterable[str]) -> pa.Table:
-        """The rows of the given Parquet files as one Arrow table (columns unified by name)."""
-        tables = [pq.read_table(path, filesystem=self.fs) for path in sorted(paths)]
+        """The rows of the given Parquet files as one Arrow table (columns unified by name).
+
+        Raises :class:`UnreadableFile` naming the first file it cannot take: not ``.parquet``
+        (srdp lands Parquet only), zero bytes, content Parquet cannot parse (truncated, corrupt),
+        or columns whose types conflict with the files read before it. Each file's bytes are
+        fetched first and parsed from memory, so a storage failure (network, permissions) raises
+        as itself and is never taken for a bad file.
+        """
+        tables: list[pa.Table] = []
+        schema: pa.Schema | None = None
+        for path in sorted(paths):
+            url = self.url + posixpath.relpath(path, self.root)
+            extension = posixpath.splitext(path)[1]
+            if extension != ".parquet":
+                raise UnreadableFile(url, (
+                    f"which is not Parquet ({extension or 'no extension'}): srdp's landing zone is loaded as "
+                    "Parquet only, so it is not this zone's dlt output"
+                ))
+            with self.fs.open_input_file(path) as source:
+                data = source.read_buffer()
+            if data.size == 0:
+                raise UnreadableFile(url, "which is empty (0 bytes)")
+            try:
+                table = pq.read_table(pa.BufferReader(data))
+            except (pa.ArrowInvalid, OSError) as error:  # parsing memory: the content is bad
+                why = " ".join(str(error).removeprefix("Could not open Parquet input source '<Buffer>': ").split())
+                raise UnreadableFile(url, f"which Parquet cannot read (truncated or corrupt: {why})") from None
+            try:
+                schema = table.schema if schema is None else pa.unify_schemas(
+                    [schema, table.schema], promote_options="default"
+                )
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+                raise UnreadableFile(url, (
+                    f"whose columns do not fit the load's other files of this table ({error})"
+                )) from None
+            tables.append(table)
         if not tables:
             return pa.table({})
         return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
@@ -163,3 +197,15 @@ def _load_id_of_data_file(name: str) -> str | None:
     if len(parts) < 4:
         return None
     return ".".join(parts[:-2])
+
+
+class UnreadableFile(Exception):
+    """A landed data file the promotion cannot take (:meth:`LandingZone.read`); its load is
+    quarantined with this reason."""
+
+    def __init__(self, url: str, problem: str) -> None:
+        super().__init__(f"{url}, {problem}")
+        self.url = url
+        """The file, as the zone's URL plus its path in the zone."""
+        self.problem = problem
+        """What is wrong with it, a clause (``which is empty (0 bytes)``)."""
