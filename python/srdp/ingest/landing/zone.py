@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["Load", "LandingZone", "StateFile"]
+__all__ = ["Load", "LandingZone", "StateFile", "UnreadableFile"]
 
 LOADS = "_dlt_loads"
 STATE = "_dlt_pipeline_state"
