@@ -8,6 +8,7 @@
 //! schema).
 
 use super::model::{SchemaDef, DEFAULT_PROMOTE_INTO, DLT_LAYER};
+use super::names::same_name;
 use super::raw;
 use super::validate::{folder, CatalogScope, Source};
 use super::CatalogDef;
@@ -76,7 +77,11 @@ fn promote_into(
         ),
     };
     let err = |message: String| cx.err(span.clone(), key, message);
-    let Some(def) = schemas.get(&schema) else {
+    // The defined schema DuckDB resolves the name to (`Raw_Landed` is `raw_landed`).
+    let resolved = schemas
+        .get_key_value(&schema)
+        .or_else(|| schemas.iter().find(|(name, _)| same_name(name, &schema)));
+    let Some((defined, def)) = resolved else {
         return Err(err(format!(
             "loads promoted from the landing zone go into schema '{schema}'{given}, which is not \
              defined. Add [catalogs.{c}.schemas.{schema}] with writer = \"io_manager\" and layer = \
@@ -110,7 +115,7 @@ fn promote_into(
             relax_line(SINGLE_WRITER)
         )));
     }
-    Ok(schema)
+    Ok(defined.clone())
 }
 
 /// Every catalog's landing zone apart from every other catalog's data path (its own was checked

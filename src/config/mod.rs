@@ -18,6 +18,7 @@
 //! | `landing` | the landing zone: `landing_path` and `promote_into`, checked against data paths and schemas |
 //! | `locate` | finding the file ([`locate`], [`Sources`]), loading it once per change ([`load`]) |
 //! | `span` | lines, columns and keys of errors ([`line_of`]) |
+//! | `names` | schema and catalog names compared as DuckDB resolves them ([`same_name`]) |
 //! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
 //!
 //! The single_writer rule's verdict on a schema definition is [`crate::rules`]' own.
@@ -25,6 +26,7 @@
 mod landing;
 mod locate;
 mod model;
+mod names;
 mod paths;
 pub mod raw;
 mod span;
@@ -38,6 +40,7 @@ pub use model::{
     DEFAULT_PROMOTE_INTO, DEFAULT_RETRY_BACKOFF_MS, DLT_LAYER, LANDING_LAYER,
     SQLITE_BUSY_TIMEOUT_MS,
 };
+pub use names::{folded, same_name};
 pub use paths::{is_url, resolve};
 pub use span::line_of;
 pub use validate::parse;

@@ -169,6 +169,19 @@ impl CatalogDef {
         project_dataset(&self.projects, project, layer)
     }
 
+    /// The defined schema DuckDB resolves `name` to (its own spelling first, then any spelling
+    /// that differs only by case; validation refuses two such definitions), with its definition.
+    pub fn schema(&self, name: &str) -> Option<(&str, &SchemaDef)> {
+        self.schemas
+            .get_key_value(name)
+            .or_else(|| {
+                self.schemas
+                    .iter()
+                    .find(|(defined, _)| super::names::same_name(defined, name))
+            })
+            .map(|(defined, def)| (defined.as_str(), def))
+    }
+
     /// Distinct layers of the defined schemas, sorted.
     pub fn layers(&self) -> Vec<String> {
         let set: BTreeSet<&String> = self.schemas.values().map(|s| &s.layer).collect();

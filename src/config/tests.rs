@@ -361,6 +361,7 @@ fn colliding_project_datasets_are_an_error() {
     );
 }
 
+mod case_folded;
 mod landing;
 
 #[test]

@@ -1,9 +1,11 @@
 //! From the raw layer to the model: every value checked, defaults applied, paths resolved.
 //!
 //! An invalid value is an error naming the file, the line and the key; nothing falls back to a
-//! default silently. A catalog is validated part by part, and the first error wins in this order:
-//! backend (`metadata`), metadata schema, data path, schemas, landing zone, projects, secrets,
-//! tunables; then, across catalogs, landing zones apart from every data path. The
+//! default silently. Catalog names first: no two may differ only by case (DuckDB would attach
+//! both under one name). Then a catalog is validated part by part, and the first error wins in
+//! this order: backend (`metadata`), metadata schema, data path, schemas (no two differing only
+//! by case), landing zone, projects, secrets, tunables; then, across catalogs, landing zones
+//! apart from every data path. The
 //! single_writer rule's verdict on a schema definition comes from [`crate::rules`].
 
 use super::landing;
@@ -12,6 +14,7 @@ use super::model::{
     DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, LANDING_LAYER,
     PROJECT_DATASET_LAYERS,
 };
+use super::names::folded;
 use super::paths::{is_url, non_empty, resolve, with_trailing_slash};
 use super::raw;
 use super::span::{invalid, line_of, syntax_error};
@@ -35,6 +38,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
     let source = Source { path, text };
     let rules = rules(text, &file.rules);
     let defaults = tunables(&source, &Tunables::default(), &file.defaults, "defaults")?;
+    let headers: Vec<(&String, Range<usize>)> =
+        file.catalogs.iter().map(|(n, c)| (n, c.span())).collect();
+    if let Some(clash) = case_clash(&source, &headers) {
+        return Err(source.invalid(
+            clash.span,
+            format!("catalogs.{}", clash.name),
+            format!(
+                "catalog \"{name}\" differs only by case from catalog \"{other}\" (line {line}); \
+                 DuckDB attaches both under one database name. Keep one of [catalogs.{name}] and \
+                 [catalogs.{other}], or rename one",
+                name = clash.name,
+                other = clash.other,
+                line = clash.other_line
+            ),
+        ));
+    }
     let mut catalogs = BTreeMap::new();
     for (name, spanned) in &file.catalogs {
         if name.trim().is_empty() {
@@ -244,11 +263,57 @@ fn schemas(
     cx: &CatalogScope,
     raw: &BTreeMap<String, Spanned<raw::Schema>>,
 ) -> Result<BTreeMap<String, SchemaDef>> {
+    let headers: Vec<(&String, Range<usize>)> = raw.iter().map(|(n, s)| (n, s.span())).collect();
+    if let Some(clash) = case_clash(cx.file, &headers) {
+        return Err(cx.err(
+            clash.span,
+            &format!("schemas.{}", clash.name),
+            format!(
+                "schema \"{name}\" of catalog '{c}' differs only by case from schema \"{other}\" \
+                 (line {line}); DuckDB resolves both names to one schema, so their writers would \
+                 write the same tables. Keep one of [catalogs.{c}.schemas.{name}] and \
+                 [catalogs.{c}.schemas.{other}], or rename one",
+                name = clash.name,
+                other = clash.other,
+                c = cx.name,
+                line = clash.other_line
+            ),
+        ));
+    }
     let mut schemas = BTreeMap::new();
     for (name, s) in raw {
         schemas.insert(name.clone(), schema(cx, name, s.get_ref())?);
     }
     Ok(schemas)
+}
+
+/// Two table names of the file that DuckDB resolves to one object: `name` is the later one
+/// in the file (at `span`), `other` the earlier one (on `other_line`).
+struct CaseClash<'a> {
+    name: &'a str,
+    span: Range<usize>,
+    other: &'a str,
+    other_line: usize,
+}
+
+/// The first pair of `tables` (name, span) whose names differ only by case, if any.
+fn case_clash<'a>(file: &Source, tables: &[(&'a String, Range<usize>)]) -> Option<CaseClash<'a>> {
+    let mut in_file: Vec<&(&String, Range<usize>)> = tables.iter().collect();
+    in_file.sort_by_key(|(_, span)| span.start);
+    let mut seen: BTreeMap<String, &(&String, Range<usize>)> = BTreeMap::new();
+    for entry in in_file {
+        let (name, span) = entry;
+        if let Some((other, other_span)) = seen.get(&folded(name)).copied() {
+            return Some(CaseClash {
+                name,
+                span: span.clone(),
+                other,
+                other_line: line_of(file.text, other_span.start),
+            });
+        }
+        seen.insert(folded(name), entry);
+    }
+    None
 }
 
 /// One schema: at least one named writer and a layer, and nothing the single_writer rule refuses.

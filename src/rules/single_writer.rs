@@ -6,7 +6,7 @@
 //! refusals end with [`super::relax_line`], the one place that words how to relax a rule.
 
 use super::{list, relax_line, SINGLE_WRITER};
-use crate::config::{CatalogDef, Config, Rules, SchemaDef, DLT_LAYER, LANDING_LAYER};
+use crate::config::{same_name, CatalogDef, Config, Rules, SchemaDef, DLT_LAYER, LANDING_LAYER};
 
 /// The owner of every landing zone.
 pub const LANDING_OWNER: &str = "dlt";
@@ -26,21 +26,22 @@ pub struct WriterCheck {
 /// `<project>_<s>` it is (a dataset named after a schema, never renamed by a project); else the
 /// layer's entry for a tenant dataset of that layer (`<project>_<layer>` or the project's
 /// `<layer>_dataset`), whose writers are those of every schema of the layer. So a tenant's
-/// `acme_raw` and `acme_raw_landed` belong to schemas `raw` and `raw_landed` alone.
+/// `acme_raw` and `acme_raw_landed` belong to schemas `raw` and `raw_landed` alone. Names are
+/// compared as DuckDB resolves them ([`same_name`]): `Raw` and `ACME_RAW` are `raw` and `acme_raw`.
 pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
-    if let Some(s) = def.schemas.get(schema) {
+    if let Some((_, s)) = def.schema(schema) {
         return Some((s.writers.clone(), s.layer.clone()));
     }
     for project in def.projects.keys() {
         for (name, s) in &def.schemas {
-            if tenant_dataset(project, name) == schema {
+            if same_name(&tenant_dataset(project, name), schema) {
                 return Some((s.writers.clone(), s.layer.clone()));
             }
         }
     }
     for project in def.projects.keys() {
         for layer in def.layers() {
-            if def.project_dataset(project, &layer) == schema {
+            if same_name(&def.project_dataset(project, &layer), schema) {
                 let mut writers: Vec<String> = def
                     .schemas
                     .values()

@@ -286,4 +286,5 @@ fn dlt_cannot_follow_a_duckdb_file_catalog_outside_main() {
     );
 }
 
+mod case_folded;
 mod landing;
