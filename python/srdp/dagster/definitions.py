@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -24,20 +25,24 @@ def srdp_definitions(
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
     io_manager: bool = False,
     catalog: str = "lake",
+    secrets: Sequence[str] = (),
 ) -> dg.Definitions:
     """The srdp jobs, schedules and resources for the definition file at ``config_path``; both
     schedules start as ``default_status`` (running unless told otherwise). srdp's ops send their
     outputs to their own IO manager (``NO_STORAGE_IO_MANAGER_KEY``), never to ``io_manager``.
     With ``io_manager=True`` the application's ``io_manager`` is :class:`SrdpIOManager` on
-    ``catalog`` of the same file."""
+    ``catalog`` of the same file. ``secrets`` (CREATE SECRET statements, each best given as
+    ``dg.EnvVar``) are run before every attach by the maintenance job, the monitor and the IO
+    manager alike: one place for the credentials of a catalog whose roles need DuckDB secrets."""
     path = os.path.abspath(config_path)
+    statements = list(secrets)
     resources: dict[str, object] = {
-        RESOURCE_KEY: SrdpResource(config_path=path),
+        RESOURCE_KEY: SrdpResource(config_path=path, secrets=statements),
         PUBLISHER_KEY: dg.ResourceDefinition.hardcoded_resource(publisher or LogPublisher()),
         NO_STORAGE_IO_MANAGER_KEY: NoStorageIOManager(),
     }
     if io_manager:
-        resources[IO_MANAGER_KEY] = SrdpIOManager(config_path=path, catalog=catalog)
+        resources[IO_MANAGER_KEY] = SrdpIOManager(config_path=path, catalog=catalog, secrets=statements)
     return dg.Definitions(
         jobs=[maintenance_job, monitor_job],
         schedules=[build_nightly_schedule(default_status), build_hourly_schedule(default_status)],
@@ -54,11 +59,14 @@ def add_srdp_definitions(
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
     io_manager: bool = False,
     catalog: str = "lake",
+    secrets: Sequence[str] = (),
 ) -> dg.Definitions:
     """``defs`` plus srdp's maintenance and monitor when datasets are enabled; ``defs`` otherwise.
     Both schedules start as ``default_status`` (running unless told otherwise). With
     ``io_manager=True``, :class:`SrdpIOManager` on ``catalog`` becomes the ``io_manager`` (an
-    application that already sets one is refused rather than silently overridden)."""
+    application that already sets one is refused rather than silently overridden). ``secrets``:
+    the CREATE SECRET statements (``dg.EnvVar``) the maintenance job, the monitor and the IO
+    manager run before they attach (see :func:`srdp_definitions`)."""
     if not enabled:
         return defs
     if io_manager and IO_MANAGER_KEY in (defs.resources or {}):
@@ -69,6 +77,11 @@ def add_srdp_definitions(
     return dg.Definitions.merge(
         defs,
         srdp_definitions(
-            config_path, publisher=publisher, default_status=default_status, io_manager=io_manager, catalog=catalog
+            config_path,
+            publisher=publisher,
+            default_status=default_status,
+            io_manager=io_manager,
+            catalog=catalog,
+            secrets=secrets,
         ),
     )

@@ -1,5 +1,6 @@
-"""The Dagster resources srdp's ops use: DuckDB with srdp loaded from one definition file, and the
-IO manager of their outputs, which stores nothing."""
+"""The Dagster resources srdp's ops use: DuckDB with srdp loaded from one definition file (and the
+DuckDB secrets its catalogs need, run on each connection before anything attaches), and the IO
+manager of their outputs, which stores nothing."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+from pydantic import Field
 
 import srdp
+from srdp.dagster.lake import _secret_problem
 
-__all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SrdpResource"]
+__all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SecretStatementError", "SrdpResource"]
 
 #: The resource key srdp's ops require.
 RESOURCE_KEY = "srdp"
@@ -20,21 +23,51 @@ RESOURCE_KEY = "srdp"
 NO_STORAGE_IO_MANAGER_KEY = "srdp_no_storage_io_manager"
 
 
+#: Why a secret statement's error shows neither the statement nor DuckDB's message.
+_NOT_SHOWN = "the statement and DuckDB's message are not shown because they may hold credentials"
+
+
+class SecretStatementError(ValueError):
+    """An entry of ``SrdpResource.secrets`` is not one CREATE SECRET statement DuckDB accepts;
+    the message says which entry and why, never its text."""
+
+
 class SrdpResource(dg.ConfigurableResource):
-    """DuckDB with srdp loaded from ``config_path``; catalogs attached on request."""
+    """DuckDB with srdp loaded from ``config_path``; ``secrets`` run on every connection before
+    it attaches; catalogs attached on request (writer for maintenance, reader for the monitor)."""
 
     config_path: str
+    #: CREATE SECRET statements run on each connection before it attaches: the PostgreSQL role
+    #: secrets the catalogs' ``writer_secret`` / ``reader_secret`` name, the S3 credentials.
+    #: Pass each with ``dg.EnvVar`` so that Dagster shows the variable's name only; they are
+    #: temporary (never persisted by srdp) and never logged or put in an error.
+    secrets: list[str] = Field(default_factory=list)
 
     def connect(self, catalogs: Sequence[str] | None = None, role: str = "writer") -> duckdb.DuckDBPyConnection:
-        """A new connection with ``catalogs`` (default: every catalog of the file) attached."""
+        """A new connection with the secrets created and ``catalogs`` (default: every catalog of
+        the file) attached as ``role``."""
         con = srdp.connect(config=self.config_path)
         try:
+            self._create_secrets(con)
             for catalog in catalogs or self.catalogs(con):
                 srdp.call(con, "srdp_attach_catalog", catalog, role=role)
         except Exception:
             con.close()
             raise
         return con
+
+    def _create_secrets(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Runs each statement of ``secrets`` on ``con``; the first bad one is refused by its
+        index, with neither its text nor DuckDB's message (which quotes it), and no chained cause."""
+        for index, statement in enumerate(self.secrets):
+            problem = _secret_problem(con, statement)
+            if problem is None:
+                try:
+                    con.execute(statement)
+                except duckdb.Error as error:
+                    problem = f"DuckDB refused it ({type(error).__name__})"
+            if problem is not None:
+                raise SecretStatementError(f"SrdpResource secrets[{index}]: {problem}; {_NOT_SHOWN}")
 
     @staticmethod
     def catalogs(con: duckdb.DuckDBPyConnection) -> list[str]:
