@@ -53,7 +53,7 @@ def test_the_table_comes_from_table_name_metadata_then_the_asset_key_then_a_sche
     def by_key() -> pa.Table:
         return orders_table([3], "key")
 
-    @dg.asset(key=["team", "marts", "deep"])
+    @dg.asset(key=["lake", "marts", "deep"])  # a three-part key: [<catalog>, <schema>, <table>]
     def deep() -> pa.Table:
         return orders_table([4], "deep")
 
@@ -72,7 +72,7 @@ def test_the_table_comes_from_table_name_metadata_then_the_asset_key_then_a_sche
         "elsewhere__ignored": ("analytics", "named", [(1, "named1")]),
         "other__short": ("marts", "short_named", [(2, "short2")]),
         "analytics__by_key": ("analytics", "by_key", [(3, "key3")]),
-        "team__marts__deep": ("marts", "deep", [(4, "deep4")]),
+        "lake__marts__deep": ("marts", "deep", [(4, "deep4")]),
         "solo_meta": ("marts", "solo_meta", [(5, "meta5")]),
         "solo_config": ("analytics", "solo_config", [(6, "config6")]),
     }

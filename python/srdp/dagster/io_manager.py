@@ -12,8 +12,10 @@ DuckLake through srdp.
 * **Write modes**, each one DuckLake transaction: ``replace`` (default outside raw; the table
   keeps its identity and history), ``append`` (the default and only mode in a ``raw`` schema
   while ``raw_append_only`` is on), and for partitioned assets the replacement of exactly the
-  materialized partitions (``partition_expr`` metadata). Set per asset with metadata
-  ``write_mode``; an empty output replaces with zero rows.
+  materialized partitions (``partition_expr`` metadata: one SQL expression over the table's
+  columns, checked with DuckDB's parser before anything is written or read). Set per asset with
+  metadata ``write_mode``; an empty output replaces with zero rows. In raw, while
+  ``raw_append_only`` is on, ``drop_missing_columns`` is refused before writing.
 * **Audit**: each write's snapshot carries author (the writer), a message with the run id,
   asset key and partitions, and JSON extra info; the materialization carries
   ``dagster/table_name``, ``dagster/row_count`` (or ``dagster/partition_row_count``),
@@ -36,6 +38,7 @@ from srdp.dagster.tables import (
     IOManagerError,
     Slice,
     TableRef,
+    check_partition_expr,
     resolve_table,
     slice_condition,
 )
@@ -72,6 +75,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         rules = {r["rule"]: r for r in session.call("srdp_rules", self.catalog)}
         raw = owner["layer"] == "raw"
         mode = self._mode(context.definition_metadata or {}, raw, rules, table)
+        self._check_column_drop(context.definition_metadata or {}, raw, rules, table)
         part = self._slice(context) if context.has_asset_partitions else Slice()
         source = handlers.source_of(obj)  # refuses unsupported types before anything is written
         first = [source]
@@ -128,6 +132,20 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         return mode
 
     @staticmethod
+    def _check_column_drop(metadata: Mapping[str, Any], raw: bool, rules: Mapping[str, Any], table: TableRef) -> None:
+        """Refuses ``drop_missing_columns`` in a raw schema while raw_append_only is on, before
+        anything is written, whether or not a column is missing this time: raw never loses a
+        column while its rules are on."""
+        rule = rules["raw_append_only"]
+        if raw and rule["enabled"] and metadata.get("drop_missing_columns"):
+            raise IOManagerError(
+                f"writing {table.name} with drop_missing_columns is refused: schema {table.schema!r} is a "
+                f"raw layer and rule raw_append_only is on ({rule['why']}), so raw never loses a column. "
+                "Leave drop_missing_columns out (a missing column is kept as NULLs), or relax the rule "
+                f"with {rule['relax_with']}; nothing was written"
+            )
+
+    @staticmethod
     def _slice(context: dg.OutputContext | dg.InputContext, only: str | None = None) -> Slice:
         """The rows of the context's partitions (or of partition ``only`` among them)."""
         metadata = (
@@ -136,6 +154,8 @@ class SrdpIOManager(dg.ConfigurableIOManager):
             else (context.upstream_output.definition_metadata if context.upstream_output else {})
         ) or {}
         expr = metadata.get(PARTITION_EXPR_KEY)
+        # Spliced into the slice's SQL on writes and reads: one expression, or nothing runs.
+        check_partition_expr(context.asset_key.to_user_string(), expr)
         definition = context.asset_partitions_def
         keys: list[Any] = [only] if only is not None else list(context.asset_partition_keys)
         if isinstance(definition, dg.MultiPartitionsDefinition):

@@ -5,24 +5,44 @@ asset key):
 
 1. the asset's definition metadata ``dagster/table_name``: ``lake.analytics.orders`` (or
    ``analytics.orders`` in the IO manager's catalog);
-2. the asset key: ``["analytics", "orders"]`` -> schema ``analytics``, table ``orders`` (longer
-   keys use their last two parts);
+2. the asset key: ``["analytics", "orders"]`` -> schema ``analytics``, table ``orders``; a key of
+   three parts is ``[<catalog>, <schema>, <table>]`` (``["lake", "raw", "orders"]``, the keys srdp's
+   own assets carry), and a catalog other than the IO manager's is refused like the same mismatch
+   in ``dagster/table_name`` (a key never moves a write into another catalog). A key of four parts
+   or more is refused: nothing says which of its parts is the catalog (a team prefix? a catalog?),
+   and srdp does not guess where a write goes; ``dagster/table_name`` names such an asset's table;
 3. a one-part key takes its schema from the metadata key ``schema``, else the IO manager's
    ``schema`` setting.
 
 A partition slice is a SQL condition with bound parameters over the ``partition_expr``
 metadata: a time window is ``expr >= ? AND expr < ?``, static keys ``expr IN (?, ...)``, and
-multi-partitions one condition per dimension for each key, OR-ed.
+multi-partitions one condition per dimension for each key, OR-ed. The expression is SQL text
+spliced into those conditions (on writes and reads), so :func:`check_partition_expr` first makes
+sure, with DuckDB's own parser, that each one is ONE expression: no statement, no subquery, no
+parameter, no comment or parenthesis that reaches out of it into the condition around it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["IOManagerError", "Slice", "TableRef", "quote", "resolve_table", "slice_condition"]
+import duckdb
+
+__all__ = [
+    "IOManagerError",
+    "Slice",
+    "TableRef",
+    "check_partition_expr",
+    "partition_expr_problem",
+    "quote",
+    "resolve_table",
+    "slice_condition",
+]
 
 #: Definition-metadata keys the IO manager reads.
 TABLE_NAME_KEY = "dagster/table_name"
@@ -83,8 +103,23 @@ def resolve_table(
     path = list(asset_key)
     if not path:
         raise IOManagerError("the output has no asset key and no dagster/table_name metadata")
-    if len(path) >= 2:
-        return TableRef(catalog, path[-2], path[-1])
+    key = "/".join(path)
+    if len(path) > 3:
+        raise IOManagerError(
+            f"asset key {key!r} has {len(path)} parts; the IO manager reads a key as [<schema>, <table>] "
+            "or [<catalog>, <schema>, <table>]: give the asset a shorter key or a 'dagster/table_name' "
+            "metadata entry (<catalog>.<schema>.<table>)"
+        )
+    if len(path) == 3:
+        if path[0] != catalog:
+            raise IOManagerError(
+                f"asset key {key!r} names catalog {path[0]!r}, but this IO manager writes catalog "
+                f"{catalog!r}; give the asset an io_manager_key for that catalog (a key of three parts "
+                "is [<catalog>, <schema>, <table>])"
+            )
+        return TableRef(catalog, path[1], path[2])
+    if len(path) == 2:
+        return TableRef(catalog, path[0], path[1])
     schema = metadata.get(SCHEMA_KEY) or default_schema
     if not schema:
         raise IOManagerError(
@@ -92,6 +127,123 @@ def resolve_table(
             "a 'schema' or 'dagster/table_name' metadata entry, or set schema= on SrdpIOManager"
         )
     return TableRef(catalog, str(schema), path[0])
+
+
+#: What every partition_expr refusal ends with: what is allowed.
+PARTITION_EXPR_RULE = (
+    "partition_expr must be one SQL expression over the table's columns, such as 'order_date' or "
+    "'CAST(ts AS DATE)' (for multi-partitions one per dimension); the IO manager ran nothing"
+)
+
+#: The table the parsed expression selects from; its position in the text proves the parser read
+#: the text after the expression as written (no comment or quote of the expression swallowed it).
+_PARSE_PREFIX = "SELECT ("
+_PARSE_SUFFIX = ") FROM __srdp_partition_expr"
+
+
+def check_partition_expr(asset: str, partition_expr: Any) -> None:
+    """Refuses a ``partition_expr`` (a string, or a mapping of dimension to string) that is not
+    one SQL expression (see :func:`partition_expr_problem`); None passes (nothing to check)."""
+    if partition_expr is None:
+        return
+    if isinstance(partition_expr, Mapping):
+        entries = [(f"partition_expr[{d!r}]", partition_expr[d]) for d in sorted(partition_expr, key=str)]
+    else:
+        entries = [("partition_expr", partition_expr)]
+    for label, expr in entries:
+        if isinstance(expr, str):
+            problem = partition_expr_problem(expr)
+        else:
+            problem = f"it is of type {type(expr).__name__}, not a string"
+        if problem is not None:
+            raise IOManagerError(f"asset {asset!r}: {label} {expr!r} is refused: {problem}. {PARTITION_EXPR_RULE}")
+
+
+@lru_cache(maxsize=256)
+def partition_expr_problem(expr: str) -> str | None:
+    """Why ``expr`` is not one SQL expression over a table's columns, or None.
+
+    DuckDB's parser reads ``SELECT (<expr>) FROM __srdp_partition_expr`` (the text is a bound
+    parameter of ``json_serialize_sql``, on a connection of its own: nothing runs), and the tree
+    must be exactly that query: one statement, one select-list entry, no clause and no FROM but
+    the placeholder, at its place in the text. The expression's own parentheses must balance by
+    DuckDB's tokenizer (they never close the ones around it: ``a) OR (b`` parses here but turns
+    ``(expr) >= ? AND (expr) < ?`` into another condition), and it holds no subquery (it would
+    read another table) and no parameter (it would shift the slice's bound values).
+    """
+    if not expr.strip():
+        return "it is empty"
+    depth = 0
+    for position, kind in duckdb.tokenize(expr):
+        if kind == duckdb.token_type.operator and expr[position] in "()":
+            depth += 1 if expr[position] == "(" else -1
+            if depth < 0:
+                break
+    if depth != 0:
+        return "its parentheses do not balance"
+    text = f"{_PARSE_PREFIX}{expr}{_PARSE_SUFFIX}"
+    con = duckdb.connect(":memory:")
+    try:
+        serialized = con.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+    finally:
+        con.close()
+    tree = json.loads(serialized[0]) if serialized else {"error": True, "error_message": "no result"}
+    if tree.get("error"):
+        return f"it is not one SQL expression (DuckDB's parser: {tree.get('error_message')})"
+    if not _is_the_wrapper(tree, len(_PARSE_PREFIX) + len(expr) + len(") FROM ")):
+        return "it is not one SQL expression (it reaches into the statement around it)"
+    found = _kinds(tree["statements"][0]["node"]["select_list"])
+    if "SUBQUERY" in found:
+        return "it holds a subquery; it may use only the table's own columns"
+    if "PARAMETER" in found:
+        return "it holds a parameter placeholder"
+    return None
+
+
+def _is_the_wrapper(tree: Mapping[str, Any], table_at: int) -> bool:
+    """Whether the parsed tree is ``SELECT (<one expression>) FROM __srdp_partition_expr``."""
+    statements = tree.get("statements") or []
+    if len(statements) != 1:
+        return False
+    node = statements[0].get("node") or {}
+    source = node.get("from_table") or {}
+    return (
+        node.get("type") == "SELECT_NODE"
+        and len(node.get("select_list") or []) == 1
+        and not node["select_list"][0].get("alias")
+        and not node.get("modifiers")
+        and not (node.get("cte_map") or {}).get("map")
+        and node.get("where_clause") is None
+        and not node.get("group_expressions")
+        and not node.get("group_sets")
+        and node.get("having") is None
+        and node.get("qualify") is None
+        and node.get("sample") is None
+        and source.get("type") == "BASE_TABLE"
+        and source.get("table_name") == _PARSE_SUFFIX.split()[-1]
+        and not source.get("schema_name")
+        and not source.get("catalog_name")
+        and not source.get("alias")
+        and source.get("at_clause") is None
+        and source.get("query_location") == table_at
+    )
+
+
+def _kinds(node: Any) -> set[str]:
+    """Every expression class (``SUBQUERY``, ``PARAMETER``, ...) in a parsed tree."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            if isinstance(item.get("class"), str):
+                found.add(item["class"])
+            if "subquery" in item:
+                found.add("SUBQUERY")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 @dataclass(frozen=True)
