@@ -174,9 +174,11 @@ def partition_expr_problem(expr: str) -> str | None:
     if not expr.strip():
         return "it is empty"
     depth = 0
+    encoded = expr.encode()  # DuckDB's positions count UTF-8 bytes
     for position, kind in duckdb.tokenize(expr):
-        if kind == duckdb.token_type.operator and expr[position] in "()":
-            depth += 1 if expr[position] == "(" else -1
+        char = encoded[position : position + 1]
+        if kind == duckdb.token_type.operator and char in (b"(", b")"):
+            depth += 1 if char == b"(" else -1
             if depth < 0:
                 break
     if depth != 0:
@@ -190,7 +192,7 @@ def partition_expr_problem(expr: str) -> str | None:
     tree = json.loads(serialized[0]) if serialized else {"error": True, "error_message": "no result"}
     if tree.get("error"):
         return f"it is not one SQL expression (DuckDB's parser: {tree.get('error_message')})"
-    if not _is_the_wrapper(tree, len(_PARSE_PREFIX) + len(expr) + len(") FROM ")):
+    if not _is_the_wrapper(tree, len(f"{_PARSE_PREFIX}{expr}) FROM ".encode())):
         return "it is not one SQL expression (it reaches into the statement around it)"
     found = _kinds(tree["statements"][0]["node"]["select_list"])
     if "SUBQUERY" in found:
