@@ -7,6 +7,7 @@
 //! of the catalog that dlt does not own (dlt's strict loads and promoted loads never share a
 //! schema).
 
+use super::locations::comparable;
 use super::model::{SchemaDef, DEFAULT_PROMOTE_INTO, DLT_LAYER};
 use super::names::same_name;
 use super::raw;
@@ -119,7 +120,8 @@ fn promote_into(
 }
 
 /// Every catalog's landing zone apart from every other catalog's data path (its own was checked
-/// with the catalog).
+/// with the catalog) and from every other catalog's landing zone. Each pair is compared in both
+/// directions, in the [`comparable`] spelling of each side.
 pub(super) fn apart_from_data_paths(
     source: &Source,
     file: &raw::File,
@@ -129,34 +131,58 @@ pub(super) fn apart_from_data_paths(
         let Some(landing) = &def.landing_path else {
             continue;
         };
-        for other in catalogs.values().filter(|o| o.name != *name) {
-            if let Some(e) = overlap_error(name, landing, &other.name, &other.data_path) {
-                let span = file.catalogs[name]
-                    .get_ref()
-                    .landing_path
-                    .as_ref()
-                    .map_or(0..0, Spanned::span);
-                return Err(source.invalid(span, format!("catalogs.{name}.landing_path"), e));
-            }
+        let others = || catalogs.values().filter(|o| o.name != *name);
+        let error = others()
+            .find_map(|other| overlap_error(name, landing, &other.name, &other.data_path))
+            .or_else(|| {
+                others().find_map(|other| {
+                    let theirs = other.landing_path.as_deref()?;
+                    landings_overlap(name, landing, &other.name, theirs)
+                })
+            });
+        if let Some(e) = error {
+            let span = file.catalogs[name]
+                .get_ref()
+                .landing_path
+                .as_ref()
+                .map_or(0..0, Spanned::span);
+            return Err(source.invalid(span, format!("catalogs.{name}.landing_path"), e));
         }
     }
     Ok(())
 }
 
-/// Why the landing zone of catalog `catalog` may not be at `landing`, given the data path
-/// `data` of catalog `owner`; `None` when the two are apart. Both end in `/`, so `data/lake2/`
-/// is not inside `data/lake/`.
-fn overlap_error(catalog: &str, landing: &str, owner: &str, data: &str) -> Option<String> {
-    let (l, d) = (comparable(landing), comparable(data));
-    let relation = if l == d {
-        "is the same folder as"
-    } else if l.starts_with(d) {
-        "is inside"
-    } else if d.starts_with(l) {
-        "contains"
+/// How folder `a` stands to folder `b`, compared in their [`comparable`] spellings (which end in
+/// `/`, so `data/lake2/` is not inside `data/lake/`); `None` when they are apart.
+fn relation(a: &str, b: &str) -> Option<&'static str> {
+    let (a, b) = (comparable(a), comparable(b));
+    if a == b {
+        Some("is the same folder as")
+    } else if a.starts_with(&b) {
+        Some("is inside")
+    } else if b.starts_with(&a) {
+        Some("contains")
     } else {
-        return None;
-    };
+        None
+    }
+}
+
+/// A location as a message shows it: as written (local paths made absolute), and the one
+/// spelling it was compared in when that reads differently.
+fn shown(location: &str) -> String {
+    let compared = comparable(location);
+    let plain = compared.strip_prefix("file://").unwrap_or(&compared);
+    if compared == location || (plain == location && !super::is_url(location)) {
+        location.to_string()
+    } else {
+        format!("{location}, that is {compared}")
+    }
+}
+
+/// Why the landing zone of catalog `catalog` may not be at `landing`, given the data path
+/// `data` of catalog `owner`; `None` when the two are apart.
+fn overlap_error(catalog: &str, landing: &str, owner: &str, data: &str) -> Option<String> {
+    let relation = relation(landing, data)?;
     let whose = if catalog == owner {
         "its own data path".to_string()
     } else {
@@ -166,16 +192,27 @@ fn overlap_error(catalog: &str, landing: &str, owner: &str, data: &str) -> Optio
         .map(|s| format!(", such as landing_path = \"{s}\""))
         .unwrap_or_default();
     Some(format!(
-        "the landing zone of catalog '{catalog}' ({landing}) {relation} {whose} ({data}); a \
-         landing zone and a data path must not hold one another, since either would let one side \
-         delete the other's files (DuckLake's cleanup or the landing zone's retention). Give the \
-         landing zone a folder of its own beside the data path{beside}"
+        "the landing zone of catalog '{catalog}' ({}) {relation} {whose} ({}); a landing zone \
+         and a data path must not hold one another, since either would let one side delete the \
+         other's files (DuckLake's cleanup or the landing zone's retention). Give the landing \
+         zone a folder of its own beside the data path{beside}",
+        shown(landing),
+        shown(data)
     ))
 }
 
-/// A path or URL as compared: `file:///x/` and `/x/` are the same folder.
-fn comparable(path: &str) -> &str {
-    path.strip_prefix("file://").unwrap_or(path)
+/// Why the landing zone of catalog `catalog` may not be at `landing`, given the landing zone
+/// `theirs` of catalog `other`; `None` when the two are apart.
+fn landings_overlap(catalog: &str, landing: &str, other: &str, theirs: &str) -> Option<String> {
+    let relation = relation(landing, theirs)?;
+    Some(format!(
+        "the landing zone of catalog '{catalog}' ({}) {relation} the landing zone of catalog \
+         '{other}' ({}); two catalogs' landing zones must not hold one another, since each \
+         catalog's promotion and retention would take the other's loads. Give each catalog a \
+         landing folder of its own",
+        shown(landing),
+        shown(theirs)
+    ))
 }
 
 /// A folder beside the data path `data` (`/srv/lake/` -> `/srv/landing/`), if it has a parent.

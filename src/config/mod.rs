@@ -18,6 +18,7 @@
 //! | `landing` | the landing zone: `landing_path` and `promote_into`, checked against data paths and schemas |
 //! | `locate` | finding the file ([`locate`], [`Sources`]), loading it once per change ([`load`]) |
 //! | `span` | lines, columns and keys of errors ([`line_of`]) |
+//! | `locations` | one spelling per folder or S3 prefix ([`canonical`]), which overlap checks compare |
 //! | `names` | schema and catalog names compared as DuckDB resolves them ([`same_name`]) |
 //! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
 //!
@@ -25,6 +26,7 @@
 
 mod landing;
 mod locate;
+mod locations;
 mod model;
 mod names;
 mod paths;
@@ -33,6 +35,7 @@ mod span;
 mod validate;
 
 pub use locate::{load, locate, Sources, DEFAULT_FILE_NAME};
+pub use locations::{canonical, comparable};
 pub use model::{
     Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
     DEFAULT_DATA_INLINING_ROW_LIMIT, DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_MAX_ATTEMPTS,

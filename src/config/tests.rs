@@ -363,6 +363,7 @@ fn colliding_project_datasets_are_an_error() {
 
 mod case_folded;
 mod landing;
+mod landing_spellings;
 
 #[test]
 fn resolve_normalises_lexically() {

@@ -9,6 +9,7 @@
 //! single_writer rule's verdict on a schema definition comes from [`crate::rules`].
 
 use super::landing;
+use super::locations::{canonical, is_known_kind};
 use super::model::{
     project_dataset, Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
     DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, LANDING_LAYER,
@@ -239,6 +240,11 @@ pub(super) fn folder(cx: &CatalogScope, raw: &Spanned<String>, key: &str) -> Res
             key,
             "must not be empty; give a local folder or s3://bucket/prefix/",
         ));
+    }
+    if is_known_kind(path) {
+        if let Err(e) = canonical(path) {
+            return Err(cx.err(raw.span(), key, e));
+        }
     }
     Ok(if is_url(path) {
         with_trailing_slash(path.to_string())
