@@ -72,7 +72,8 @@ def ledger_and_raw(cfg: Path, setup: list[str] | None = None) -> tuple[int, list
             con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
         except duckdb.Error as e:
             if setup is None and NOT_INITIALISED.format(file=lake_file) in str(e):
-                return 0, []  # killed while the first writer attach created the lake
+                print("killed while the first writer attach created the lake: not initialised yet")
+                return 0, []
             raise
         tables = {r[0] for r in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' AND schema_name = 'raw_landed'"
