@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import dlt
 from dlt.common.destination import Destination
@@ -19,6 +18,7 @@ from dlt.pipeline.pipeline import Pipeline
 import srdp
 from srdp.ingest.dlt.audited import SrdpDuckLake
 from srdp.ingest.dlt.errors import SrdpDltError
+from srdp.locations import canonical
 
 if TYPE_CHECKING:
     from srdp.ingest.dlt.destination import DltDestination
@@ -55,7 +55,7 @@ def check_not_filesystem(
         lake = _location(data_path)
         if written.startswith(lake) or lake.startswith(written):
             raise SrdpDltError(
-                f"srdp.ingest.dlt: dlt's filesystem destination would write {written.rstrip('/')} "
+                f"srdp.ingest.dlt: dlt's filesystem destination would write {_shown(written)} "
                 f"(bucket_url {bucket_url!r}), which overlaps the DuckLake data path {data_path} of catalog "
                 f"{catalog!r} in {config_path}; files written there bypass the catalog. Load with the "
                 f"ducklake destination from the helper instead: "
@@ -107,9 +107,14 @@ def _bucket_url(target: Destination) -> str | None:
 
 
 def _location(url_or_path: str) -> str:
-    """A comparable location with a trailing slash: an absolute local path or ``scheme://bucket/...``."""
-    parsed = urlparse(url_or_path)
-    if parsed.scheme in ("", "file"):
-        local = parsed.path if parsed.scheme == "file" else url_or_path
-        return os.path.realpath(os.path.abspath(local)).rstrip("/") + "/"
-    return url_or_path.rstrip("/") + "/"
+    """A comparable location with a trailing slash: :func:`srdp.locations.canonical` for local
+    folders and S3; another scheme's URL (``gs://``, ``az://``) as written."""
+    try:
+        return canonical(url_or_path)
+    except ValueError:
+        return url_or_path.rstrip("/") + "/"
+
+
+def _shown(location: str) -> str:
+    """A location for a message: a local folder as its path."""
+    return location.removeprefix("file://").rstrip("/") or "/"
