@@ -1,9 +1,17 @@
 """Which landing loads are in raw: a ledger table in the promotion schema, written in the same
 DuckLake transaction as the rows it records.
 
-``<catalog>.<promote_into>._srdp_landing_loads``: one row per (landing folder, table, load) that
-was promoted (or skipped on purpose). Because the row commits with the data, a promotion killed
-at any point either left both or neither, and a rerun promotes each load exactly once.
+``<catalog>.<promote_into>._srdp_landing_loads``: one row per (landing zone, table, load) that
+was promoted (or skipped on purpose): the promoted table's row counts its rows, and each child
+table promoted with it has a row of its own (``rows_promoted`` NULL), so retention deletes the
+files of exactly the tables raw holds. Because the rows commit with the data, a promotion killed at
+any point either left both or neither, and a rerun promotes each load exactly once.
+
+The landing zone is keyed by its canonical identity (:func:`srdp.locations.canonical`: the real
+path of a local folder, ``s3://bucket/prefix/``), so one zone reached through two spellings (a
+relative ``landing_path`` read through a symlinked folder, ``s3a://``) shares its rows. Rows an
+older srdp wrote under another spelling of the same zone count as the zone's, and the first
+promotion that records a load rewrites them to the canonical key in its own transaction.
 
 Two promotions of one table at the same time (a manual run beside the scheduled one) would both
 see a load as new, and DuckLake lets concurrent appends commit. So every promotion also replaces
@@ -20,6 +28,7 @@ import duckdb
 
 from srdp.dagster.lake import LakeSession
 from srdp.dagster.tables import TableRef, quote
+from srdp.locations import canonical
 
 __all__ = ["LEDGER_TABLE", "AlreadyPromoted", "Ledger"]
 
@@ -39,52 +48,94 @@ class AlreadyPromoted(Exception):
 
 @dataclass(frozen=True)
 class Ledger:
-    """The ledger of one landing folder's promotions of one table into ``schema``."""
+    """The ledger of one landing zone's promotions of one table (and its listed child tables)
+    into ``schema``."""
 
     catalog: str
     schema: str
     landing: str
-    """The landing dataset folder (a URL), so two zones never share ledger rows."""
+    """The landing dataset folder (a URL in any spelling; rows are keyed by :attr:`key`)."""
     table: str
+    children: tuple[str, ...] = ()
+    """The child tables promoted with ``table``: each gets a row of its own per load."""
 
     @property
     def ref(self) -> TableRef:
         return TableRef(self.catalog, self.schema, LEDGER_TABLE)
 
+    @property
+    def key(self) -> str:
+        """The zone's canonical identity, the ``landing`` value of every row written now."""
+        return canonical(self.landing)
+
+    def spellings(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Every ``landing`` value stored for this zone: the canonical key and any other spelling
+        of the same zone an older srdp wrote (the ledger table must exist)."""
+        key = self.key
+        stored = {str(row[0]) for row in con.execute(f"SELECT DISTINCT landing FROM {self.ref.sql}").fetchall()}
+        return sorted({key} | {value for value in stored if _identity(value) == key})
+
     def recorded(self, session: LakeSession) -> dict[str, str]:
-        """Load id -> status of every load recorded for this folder and table."""
+        """Load id -> status of every load recorded for this zone and table."""
         with session.lock:
             if session.columns(self.ref) is None:
                 return {}
+            spellings = self.spellings(session.con)
             rows = session.con.execute(
-                f"SELECT load_id, status FROM {self.ref.sql} WHERE landing = ? AND table_name = ? "
-                f"AND status <> '{CLAIM}'",
-                [self.landing, self.table],
+                f"SELECT load_id, status FROM {self.ref.sql} WHERE landing IN ({_marks(spellings)}) "
+                f"AND table_name = ? AND status <> '{CLAIM}'",
+                [*spellings, self.table],
             ).fetchall()
         return {str(load_id): str(status) for load_id, status in rows}
+
+    def tables_recorded(self, session: LakeSession) -> dict[str, dict[str, dt.datetime]]:
+        """Load id -> {table -> when recorded} of every table any promotion recorded for this zone
+        (promoted or skipped; ``table`` and ``children`` play no part)."""
+        found: dict[str, dict[str, dt.datetime]] = {}
+        with session.lock:
+            if session.columns(self.ref) is None:
+                return found
+            spellings = self.spellings(session.con)
+            rows = session.con.execute(
+                f"SELECT load_id, table_name, max(recorded_at) FROM {self.ref.sql} "
+                f"WHERE landing IN ({_marks(spellings)}) AND status <> '{CLAIM}' GROUP BY ALL",
+                spellings,
+            ).fetchall()
+        for load_id, table, recorded_at in rows:
+            found.setdefault(str(load_id), {})[str(table)] = recorded_at
+        return found
 
     def record(
         self, con: duckdb.DuckDBPyConnection, load_id: str, status: str, rows: int, run_id: str, note: str | None
     ) -> None:
-        """Inside the open transaction: replaces the table's claim row, refuses a load recorded
-        already, then records it."""
+        """Inside the open transaction: rewrites the zone's rows stored under another spelling
+        to its canonical key, replaces the table's claim row, refuses a load recorded already,
+        then records it: the table's row, one row per child table, the new claim row."""
+        key = self.key
         con.execute(f"CREATE TABLE IF NOT EXISTS {self.ref.sql} ({_COLUMNS})")
+        old = [value for value in self.spellings(con) if value != key]
+        if old:
+            con.execute(f"UPDATE {self.ref.sql} SET landing = ? WHERE landing IN ({_marks(old)})", [key, *old])
         con.execute(
             f"DELETE FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND status = '{CLAIM}'",
-            [self.landing, self.table],
+            [key, self.table],
         )
         found = con.execute(
             f"SELECT count(*) FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND load_id = ? "
             f"AND status <> '{CLAIM}'",
-            [self.landing, self.table, load_id],
+            [key, self.table, load_id],
         ).fetchone()
         if found and found[0]:
             raise AlreadyPromoted(load_id)
         now = dt.datetime.now(dt.timezone.utc)
+        rows_of = [(self.table, status, rows, note)]
+        rows_of += [(child, status, None, f"{status} with {self.table} in one transaction")
+                    for child in self.children]
+        rows_of.append((self.table, CLAIM, 0, "the last promotion's claim"))
         con.execute(
-            f"INSERT INTO {self.ref.sql} VALUES (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?)",
-            [self.landing, self.table, load_id, status, rows, now, run_id, note,
-             self.landing, self.table, load_id, CLAIM, 0, now, run_id, "the last promotion's claim"],
+            f"INSERT INTO {self.ref.sql} VALUES " + ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows_of),
+            [value for table, what, count, text in rows_of
+             for value in (key, table, load_id, what, count, now, run_id, text)],
         )
 
     def skip(self, session: LakeSession, load_id: str, writer: str, run_id: str, note: str) -> None:
@@ -108,3 +159,15 @@ class Ledger:
                 except duckdb.Error:
                     pass
                 raise
+
+
+def _marks(values: list[str]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def _identity(value: str) -> str | None:
+    """The canonical identity of a stored ``landing`` value (None: not a location srdp reads)."""
+    try:
+        return canonical(value)
+    except ValueError:
+        return None

@@ -88,7 +88,7 @@ class Promotion:
 
     @property
     def ledger(self) -> Ledger:
-        return Ledger(self.catalog, self.schema, self.zone.url, self.table)
+        return Ledger(self.catalog, self.schema, self.zone.url, self.table, tuple(self.children))
 
     def run(self) -> list[Outcome]:
         """Promotes every load it may, oldest first; returns one outcome per load considered."""

@@ -1,9 +1,13 @@
 """Retention of the landing zone: deletes what raw holds already, keeps what dlt needs.
 
-Deleted, for loads older than the retention: data files whose load the ledger records as
-promoted (or skipped) for their table (a child table ``orders__items`` goes with ``orders``);
-markers and state files of loads below the **watermark** (the oldest load not wholly in raw:
-unfinished, quarantined, waiting, or with a table no promotion took).
+Deleted, for loads older than the retention (counted from the later of dlt's load id and the
+ledger's record of the load, so a load promoted just now keeps its files for the whole window even
+when dlt made it long ago): the data files of each table the ledger records for the load as
+promoted (or skipped): the promoted table and the child tables promoted with it, by their exact
+names (a table no promotion recorded is never deleted, whatever its name: ``orders__items`` beside
+a promotion of ``orders`` alone, a resource named ``orders__archive``); markers and state files of
+loads below the **watermark** (the oldest load not wholly in raw: unfinished, quarantined,
+waiting, or with a table no promotion took).
 
 Never deleted: ``init`` (without it and the state files dlt wipes its working folder), the newest
 state file of each pipeline (without it dlt reloads everything; dlt reads the newest state file
@@ -17,7 +21,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from srdp.dagster.lake import LakeSession
-from srdp.ingest.landing.ledger import CLAIM, Ledger
+from srdp.ingest.landing.ledger import Ledger
 from srdp.ingest.landing.zone import LandingZone, Load, load_sort_key
 
 __all__ = ["RetentionReport", "retain"]
@@ -30,25 +34,6 @@ class RetentionReport:
     """The oldest load not wholly in raw (None: every load is)."""
     kept_state_files: list[str] = field(default_factory=list)
     dry_run: bool = False
-
-
-def promoted_tables(session: LakeSession, catalog: str, schema: str, landing: str) -> dict[str, set[str]]:
-    """Load id -> the tables the ledger records for it (promoted or skipped)."""
-    ledger = Ledger(catalog, schema, landing, "")
-    found: dict[str, set[str]] = {}
-    with session.lock:
-        if session.columns(ledger.ref) is None:
-            return found
-        rows = session.con.execute(
-            f"SELECT load_id, table_name FROM {ledger.ref.sql} WHERE landing = ? AND status <> '{CLAIM}'", [landing]
-        ).fetchall()
-    for load_id, table in rows:
-        found.setdefault(str(load_id), set()).add(str(table))
-    return found
-
-
-def _in_raw(table: str, recorded: set[str]) -> bool:
-    return any(table == parent or table.startswith(parent + "__") for parent in recorded)
 
 
 def retain(
@@ -66,10 +51,18 @@ def retain(
     moment = (now or dt.datetime.now(dt.timezone.utc)).timestamp()
     cutoff = moment - older_than.total_seconds()
     loads = zone.loads()
-    recorded = promoted_tables(session, catalog, schema, zone.url)
+    recorded = Ledger(catalog, schema, zone.url, "").tables_recorded(session)
+
+    def in_raw(load: Load) -> set[str]:
+        return set(recorded.get(load.load_id, {}))
 
     def wholly_in_raw(load: Load) -> bool:
-        return load.finished and all(_in_raw(t, recorded.get(load.load_id, set())) for t in load.files)
+        return load.finished and set(load.files) <= in_raw(load)
+
+    def settled(load: Load) -> bool:
+        """Made and recorded longer ago than the retention."""
+        times = [_seconds(when) for when in recorded.get(load.load_id, {}).values()]
+        return max([load.created, *times]) < cutoff
 
     pending = [load for load in loads if not wholly_in_raw(load)]
     watermark = pending[0].load_id if pending else None
@@ -83,11 +76,10 @@ def retain(
 
     doomed: list[str] = []
     for load in loads:
-        if load.created >= cutoff:
+        if not settled(load):
             continue
-        for table, paths in load.files.items():
-            if _in_raw(table, recorded.get(load.load_id, set())):
-                doomed += paths
+        for table in sorted(in_raw(load) & set(load.files)):
+            doomed += load.files[table]
         below = watermark is None or load_sort_key(load.load_id) < load_sort_key(watermark)
         if below and load.load_id not in kept_loads:
             doomed += [p for p in load.state_files if p not in kept_states]
@@ -96,3 +88,8 @@ def retain(
     report = RetentionReport(watermark=watermark, kept_state_files=sorted(kept_states), dry_run=dry_run)
     report.deleted = sorted(doomed) if dry_run else zone.delete(sorted(doomed))
     return report
+
+
+def _seconds(when: dt.datetime) -> float:
+    """Seconds since the epoch of a ledger timestamp (TIMESTAMPTZ; UTC when it comes back naive)."""
+    return (when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)).timestamp()

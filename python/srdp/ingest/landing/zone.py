@@ -2,8 +2,9 @@
 
 dlt 1.31 writes, per load: data files ``<table>/<load_id>.<file_id>.<ext>``, then the state file
 ``_dlt_pipeline_state/<pipeline>__<load_id>__<hash>.jsonl``, then the marker
-``_dlt_loads/<schema>__<load_id>.jsonl`` LAST. A load with a marker is finished; data or a state
-file without one is unfinished (dlt crashed or is still writing). ``init`` marks the dataset as
+``_dlt_loads/<schema>__<load_id>.jsonl`` LAST (pipeline and schema names may hold ``__``, so the
+names are split from the right, as dlt splits them). A load with a marker is finished; data or a
+state file without one is unfinished (dlt crashed or is still writing). ``init`` marks the dataset as
 initialised; ``_dlt_version/`` holds its schemas. The zone is read and cleaned through
 ``pyarrow.fs`` (a local folder and ``s3://`` behave the same; S3 takes dlt's ``AwsCredentials``).
 """
@@ -26,6 +27,8 @@ STATE = "_dlt_pipeline_state"
 VERSION = "_dlt_version"
 INIT = "init"
 DLT_FOLDERS = frozenset({LOADS, STATE, VERSION})
+#: dlt's separator in its own file names (``FILENAME_SEPARATOR`` of its filesystem client).
+SEPARATOR = "__"
 
 
 def load_sort_key(load_id: str) -> tuple[float, str]:
@@ -88,10 +91,10 @@ class LandingZone:
             return loads.setdefault(load_id, Load(load_id))
 
         for marker in self._list(LOADS):
-            name = posixpath.basename(marker)
-            schema, _, rest = name.partition("__")
-            found = load(rest.rsplit(".", 1)[0])
-            found.marker, found.schema_name = marker, schema
+            parsed = parse_marker_name(posixpath.basename(marker))
+            if parsed is not None:
+                found = load(parsed[1])
+                found.marker, found.schema_name = marker, parsed[0]
         for state in self.state_files():
             load(state.load_id).state_files.append(state.path)
         for folder in self._list("", directories=True):
@@ -107,9 +110,9 @@ class LandingZone:
     def state_files(self) -> list[StateFile]:
         found = []
         for path in self._list(STATE):
-            parts = posixpath.basename(path).split("__")
-            if len(parts) >= 3:
-                found.append(StateFile(pipeline=parts[0], load_id=parts[1], path=path))
+            parsed = parse_state_name(posixpath.basename(path))
+            if parsed is not None:
+                found.append(StateFile(pipeline=parsed[0], load_id=parsed[1], path=path))
         return found
 
     def version_files(self) -> list[str]:
@@ -189,6 +192,21 @@ def _filesystem(url: str, credentials: Any) -> tuple[pafs.FileSystem, str]:
     if "://" in url and not url.startswith("file://"):
         raise ValueError(f"srdp.ingest.landing: landing zone {url} is neither a local folder nor s3://")
     return pafs.LocalFileSystem(), (url[len("file://"):] if url.startswith("file://") else url).rstrip("/")
+
+
+def parse_marker_name(name: str) -> tuple[str, str] | None:
+    """``<schema>__<load_id>.jsonl`` -> (schema, load id), split from the right as dlt writes it:
+    a schema name may hold ``__`` (``my__pipe__1796314946.14.jsonl``), a load id never does."""
+    parts = posixpath.splitext(name)[0].rsplit(SEPARATOR, 1)
+    return (parts[0], parts[1]) if len(parts) == 2 and all(parts) else None
+
+
+def parse_state_name(name: str) -> tuple[str, str] | None:
+    """``<pipeline>__<load_id>__<hash>.jsonl`` -> (pipeline, load id), split from the right as dlt
+    reads it (``rsplit(FILENAME_SEPARATOR, maxsplit=2)`` in its filesystem client): a pipeline name
+    may hold ``__``, a load id and the hex hash never do."""
+    parts = posixpath.splitext(name)[0].rsplit(SEPARATOR, 2)
+    return (parts[0], parts[1]) if len(parts) == 3 and all(parts) else None
 
 
 def _load_id_of_data_file(name: str) -> str | None:
