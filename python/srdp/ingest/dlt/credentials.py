@@ -107,4 +107,22 @@ def _storage(target: DltDestination) -> str | FilesystemConfiguration:
             f"srdp.ingest.dlt: storage_credentials given, but catalog {target.catalog!r} keeps its data "
             f"in a local folder ({target.storage_url}); leave storage_credentials out"
         )
+    _check_quotes(target)
     return FilesystemConfiguration(bucket_url=target.storage_url, credentials=target.storage_credentials)
+
+
+def _check_quotes(target: DltDestination) -> None:
+    """Refuses storage credentials with a single quote in a text field: dlt 1.31 writes them
+    unescaped into DuckDB's ``CREATE SECRET`` on every connection, which then fails with a syntax
+    error that quotes the rest of the value (part of a secret, in the error, the trace and the
+    logs). The error names the field, never its value."""
+    creds = target.storage_credentials
+    fields = creds.get_resolvable_fields() if hasattr(creds, "get_resolvable_fields") else {}
+    for name in fields:
+        value = getattr(creds, name, None)
+        if isinstance(value, str) and "'" in value:
+            raise SrdpDltError(
+                f"srdp.ingest.dlt: storage_credentials for catalog {target.catalog!r}: {name} contains "
+                f"a single quote, which dlt cannot pass to DuckDB (it writes the value between quotes, "
+                f"unescaped, into CREATE SECRET); check the value given (a quote pasted with it?)"
+            )

@@ -19,6 +19,7 @@ from dlt.extract import DltResource
 from dlt.pipeline.pipeline import Pipeline
 
 from srdp.ingest.dlt import rules
+from srdp.ingest.dlt.redact import secret_free_logs
 
 if TYPE_CHECKING:
     from srdp.ingest.dlt.destination import DltDestination
@@ -57,7 +58,8 @@ class PreparedLoad:
         """
         failure = None
         try:
-            yield from events()
+            with secret_free_logs(self.destination):
+                yield from events()
         except Exception as error:
             failure = self.destination.secret_free_failure(self.pipeline, error)
             if failure is None:

@@ -4,17 +4,23 @@ When dlt's error holds the catalog password or a storage secret (in any form dlt
 print it), :func:`secret_free_failure` redacts what dlt keeps of the run (its trace, in memory
 and in ``trace.pickle``, and failed jobs' ``*.exception`` files) and returns the error text with
 each secret replaced by ``***``, as :class:`SrdpDltLoadError`.
+
+dlt also logs a failed load job (its message and traceback) while the load runs, before any
+error reaches srdp: :func:`secret_free_logs` redacts dlt's log records for the length of a load.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import pickle
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
+from dlt.common import logger as dlt_logger
 from dlt.common.configuration.specs.base_configuration import is_secret_hint
 from dlt.pipeline.pipeline import Pipeline
 from dlt.pipeline.trace import TRACE_FILE_NAME, save_trace
@@ -24,7 +30,10 @@ from srdp.ingest.dlt.errors import SrdpDltLoadError
 if TYPE_CHECKING:
     from srdp.ingest.dlt.destination import DltDestination
 
-__all__ = ["secret_free_failure", "secret_texts"]
+__all__ = ["secret_free_failure", "secret_free_logs", "secret_texts"]
+
+#: dlt's logger when its runtime configuration names none (``runtime.log_name``).
+DLT_LOGGER = "dlt"
 
 
 def secret_free_failure(target: DltDestination, pipeline: Pipeline, error: BaseException) -> SrdpDltLoadError | None:
@@ -48,6 +57,52 @@ def secret_free_failure(target: DltDestination, pipeline: Pipeline, error: BaseE
         f"(catalog {target.catalog_url}, metadata schema {target.metadata_schema or 'main'}); "
         f"secrets in dlt's error are shown as ***.{hint} dlt's error: {dlt_text}"
     )
+
+
+@contextlib.contextmanager
+def secret_free_logs(target: DltDestination) -> Iterator[None]:
+    """For the length of the block, every record dlt logs has the secrets given for ``target``
+    replaced by ``***``, in its message and in its traceback (dlt logs a failed load job's
+    message, which may quote the catalog URL with the password, from its worker threads)."""
+    secrets = secret_texts(target)
+    if not secrets:
+        yield
+        return
+    redactor = _SecretFreeRecords(secrets)
+    loggers = {logging.getLogger(DLT_LOGGER)}
+    if dlt_logger.LOGGER is not None:
+        loggers.add(dlt_logger.LOGGER)
+    for logger in loggers:
+        logger.addFilter(redactor)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(redactor)
+
+
+class _SecretFreeRecords(logging.Filter):
+    """Rewrites a log record that holds a secret: its message with the arguments applied, and its
+    traceback rendered to text, each with every secret replaced by ``***``."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if any(s in message for s in self.secrets):
+            record.msg, record.args = _redact(message, self.secrets), None
+        if record.exc_info and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            if any(s in text for s in self.secrets):
+                # Formatters print exc_text when it is set, exc_info only to render it.
+                record.exc_text, record.exc_info = text, None
+        if record.exc_text:
+            record.exc_text = _redact(record.exc_text, self.secrets)
+        if record.stack_info:
+            record.stack_info = _redact(record.stack_info, self.secrets)
+        return True
 
 
 def secret_texts(target: DltDestination) -> list[str]:
