@@ -11,11 +11,20 @@ so dbt may run from any folder.
 The default schema (``schema:``, where models without a custom schema are built) is the one
 schema ``srdp.toml`` gives to the writer ``dbt``, as srdp decides it (``srdp_check_writer``);
 with several, ``schema`` must name one of them.
+
+When that schema's catalog needs DuckDB secrets, the profile has dbt-duckdb's ``secrets:`` block
+(:func:`secrets_block`): the PostgreSQL secret named by the catalog's ``writer_secret`` (user and
+password; the metadata connection string gives host, port and database) and, for an ``s3://``
+data path, an S3 secret scoped to it. Every value comes from an environment variable through
+dbt's ``env_var()``; the password and the S3 secret key through ``DBT_ENV_SECRET_*`` variables,
+which dbt scrubs from its logs. The profile holds no credential, and dbt-duckdb creates the
+secrets as temporary ones (never persisted).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +34,16 @@ import duckdb
 import srdp
 from srdp import install
 
-__all__ = ["EXTENSION_LOOKUP", "DbtProfileError", "OwnedSchema", "dbt_schemas", "extension_not_found", "render_profile"]
+__all__ = [
+    "EXTENSION_LOOKUP",
+    "DbtProfileError",
+    "OwnedSchema",
+    "dbt_schemas",
+    "env_prefix",
+    "extension_not_found",
+    "render_profile",
+    "secrets_block",
+]
 
 #: Where srdp looks for its extension file (:func:`srdp.install.find_extension`), first match wins.
 EXTENSION_LOOKUP = (
@@ -87,6 +105,7 @@ def render_profile(
     owned = dbt_schemas(config, writer)
     chosen = _choose(owned, schema, config, writer)
     options = "\n".join(f"        {key}: {_scalar(value)}" for key, value in srdp.duckdb_config().items())
+    secrets = secrets_block(config, chosen.catalog)
     return f"""\
 # dbt-duckdb profile for srdp, from `python -m srdp dbt-profile --config {config}`.
 # It writes nothing into the srdp checkout and downloads nothing: dbt's database is in memory,
@@ -115,7 +134,7 @@ def render_profile(
       threads: 1
       config_options:
 {options}
-      plugins:
+{secrets}      plugins:
         - module: srdp.dbt.plugin
           alias: srdp
           config:
@@ -123,6 +142,69 @@ def render_profile(
       settings:
         srdp_config: {_scalar(str(config))}
 """
+
+
+def env_prefix(name: str) -> str:
+    """The environment variable prefix of a secret name: upper case, runs of other characters as
+    ``_`` (``lake_writer`` -> ``LAKE_WRITER``)."""
+    return re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_") or "SRDP"
+
+
+def secrets_block(config: Path, catalog: str) -> str:
+    """dbt-duckdb's ``secrets:`` lines for ``catalog`` of ``config`` (empty when it needs none):
+    the PostgreSQL secret its ``writer_secret`` names, and an S3 secret for an ``s3://`` data
+    path, every value through ``env_var()`` (see the module doc)."""
+    with config.open("rb") as f:
+        definition = tomllib.load(f).get("catalogs", {}).get(catalog, {})
+    writer_secret = definition.get("writer_secret")
+    data_path = _data_path(config, catalog)
+    prefix = env_prefix(writer_secret) if writer_secret else f"{env_prefix(catalog)}_WRITER"
+    entries: list[list[tuple[str, str]]] = []
+    if writer_secret:
+        entries.append([
+            ("type", "postgres"),
+            ("name", _scalar(writer_secret)),
+            ("user", _env(f"{prefix}_USER")),
+            ("password", _env(f"DBT_ENV_SECRET_{prefix}_PASSWORD")),
+        ])
+    if data_path.startswith("s3://"):
+        entries.append([
+            ("type", "s3"),
+            ("name", _scalar(f"{prefix.lower()}_s3")),
+            ("scope", _scalar(data_path)),
+            ("key_id", _env(f"{prefix}_S3_KEY_ID")),
+            ("secret", _env(f"DBT_ENV_SECRET_{prefix}_S3_SECRET")),
+            ("region", _env(f"{prefix}_S3_REGION", "us-east-1")),
+            ("endpoint", _env(f"{prefix}_S3_ENDPOINT", "s3.amazonaws.com")),
+            ("url_style", _env(f"{prefix}_S3_URL_STYLE", "vhost")),
+            ("use_ssl", _env(f"{prefix}_S3_USE_SSL", "true")),
+        ])
+    if not entries:
+        return ""
+    lines = [
+        "      # The DuckDB secrets srdp's writer attach needs, created by dbt-duckdb on its connection",
+        "      # (temporary, never persisted); every value comes from the environment.",
+        "      secrets:",
+    ]
+    for entry in entries:
+        lines += [f"        {'- ' if i == 0 else '  '}{key}: {value}" for i, (key, value) in enumerate(entry)]
+    return "\n".join(lines) + "\n"
+
+
+def _data_path(config: Path, catalog: str) -> str:
+    """The catalog's data path as srdp resolves it (``srdp_catalogs``)."""
+    con = srdp.connect(config=config)
+    try:
+        rows = srdp.call(con, "srdp_catalogs")
+    finally:
+        con.close()
+    return next(str(r["data_path"]) for r in rows if r["catalog"] == catalog)
+
+
+def _env(variable: str, default: str | None = None) -> str:
+    """``"{{ env_var('VARIABLE') }}"`` (with a default when given), as a YAML string."""
+    arguments = repr(variable) if default is None else f"{variable!r}, {default!r}"
+    return _scalar(f"{{{{ env_var({arguments}) }}}}")
 
 
 def _choose(owned: list[OwnedSchema], schema: str | None, config: Path, writer: str) -> OwnedSchema:
