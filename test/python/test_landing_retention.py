@@ -162,15 +162,16 @@ def test_a_load_dlt_made_before_the_window_but_promoted_just_now_keeps_its_files
     pipeline = dest.pipeline("shop", pipelines_dir=str(tmp_path / "p"))
     loads = [dest.run(pipeline, orders_resource([order(1), order(2)])).loads_ids[0]]
     loads.append(dest.run(pipeline, orders_resource([order(1), order(2), order(3)])).loads_ids[0])
-    window = dt.timedelta(seconds=2)
-    time.sleep(3)  # both loads are older than the window now
+    window = dt.timedelta(seconds=5)
+    time.sleep(6)  # both loads are older than the window now
     assert statuses(promote_landing(dest, "orders", ["orders__items"], io_manager=io)) == [
         (loads[0], "promoted"), (loads[1], "promoted")]
     before = files_under(zone)
     report = landing_retention(dest, io_manager=io, older_than=window)
     assert (report.deleted, files_under(zone)) == ([], before)
-    time.sleep(3)
-    report = landing_retention(dest, io_manager=io, older_than=window)
+    # Once the promotion is older than the window too, the files go.
+    later = dt.datetime.now(dt.timezone.utc) + window + dt.timedelta(seconds=1)
+    report = landing_retention(dest, io_manager=io, older_than=window, now=later)
     assert sorted(str(Path(p).relative_to(zone)) for p in report.deleted) == sorted(
         f for f in before if (loads[0] in f) or (f.startswith(("orders/", "orders__items/")) and loads[1] in f))
     assert raw_rows(cfg) == [(1, 10), (2, 20), (3, 30)]
