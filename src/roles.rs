@@ -7,6 +7,13 @@
 //! creates later (default privileges). Neither role is a superuser, creates databases or roles,
 //! replicates or bypasses row security. Every statement is idempotent, so a DBA (a superuser or
 //! a role with CREATEROLE that owns the database) can run them again after changes.
+//!
+//! Every statement ends in `;`, so the rows written one per line are a script `psql -f` runs.
+//! PostgreSQL grants `CONNECT` and `TEMPORARY` on every database to `PUBLIC`: the script revokes
+//! both on the catalog database (only the two roles get `CONNECT` back) and says, in SQL
+//! comments, the lines a DBA runs for the cluster's other databases, which it leaves alone since
+//! they concern every role of the cluster. The comments hold no name from the definition, so no
+//! name can end a comment early.
 
 use crate::config::{Backend, CatalogDef};
 use crate::error::{Result, SrdpError};
@@ -108,6 +115,38 @@ fn check_name(what: &str, name: &str, fix: &str) -> Result<()> {
     }
 }
 
+/// The databases every cluster has and grants `CONNECT`, `TEMPORARY` to `PUBLIC` by default
+/// (`template0` allows no connections).
+const CLUSTER_DATABASES: [&str; 2] = ["postgres", "template1"];
+
+/// The last statement: `PUBLIC`'s default `CONNECT` and `TEMPORARY` revoked on the catalog
+/// database, with comments saying what remains and the lines a DBA runs for it.
+fn revoke_public(db: &str) -> String {
+    let others: Vec<String> = CLUSTER_DATABASES
+        .iter()
+        .filter(|name| **name != db)
+        .map(|name| {
+            format!(
+                "--   REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC;\n",
+                Ident::new(name)
+            )
+        })
+        .collect();
+    format!(
+        "-- PostgreSQL grants CONNECT and TEMPORARY on every database to PUBLIC. On the catalog\n\
+         -- database both are revoked: only the two roles (granted CONNECT above), the owner and\n\
+         -- superusers may connect, and only the owner and superusers may create temporary tables.\n\
+         REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC;\n\
+         -- Both roles can still connect to the cluster's other databases and create temporary tables\n\
+         -- there. Closing that changes every role of the cluster, so this script leaves it to the DBA,\n\
+         -- who runs these lines once, and the same line for each database created later (a new\n\
+         -- database grants both to PUBLIC again):\n\
+         {}",
+        Ident::new(db),
+        others.concat().trim_end()
+    )
+}
+
 /// The role script for `def`, with the given role names.
 pub fn postgres_roles(def: &CatalogDef, reader: &str, writer: &str) -> Result<Vec<Statement>> {
     let Backend::Postgres { conninfo } = &def.backend else {
@@ -150,7 +189,10 @@ pub fn postgres_roles(def: &CatalogDef, reader: &str, writer: &str) -> Result<Ve
     }
     let (r, w) = (Ident::new(reader), Ident::new(writer));
     let schema = Ident::new(&def.metadata_schema);
-    let stmt = |applies_to, sql: String| Statement { applies_to, sql };
+    let stmt = |applies_to, sql: String| Statement {
+        applies_to,
+        sql: format!("{sql};"),
+    };
     Ok(vec![
         stmt("writer", create_role(&w)),
         stmt("writer", format!("ALTER ROLE {w} {ATTRIBUTES}")),
@@ -186,6 +228,10 @@ pub fn postgres_roles(def: &CatalogDef, reader: &str, writer: &str) -> Result<Ve
                 "ALTER DEFAULT PRIVILEGES FOR ROLE {w} IN SCHEMA {schema} GRANT SELECT ON TABLES TO {r}"
             ),
         ),
+        Statement {
+            applies_to: "both",
+            sql: revoke_public(&db),
+        },
     ])
 }
 
@@ -221,17 +267,27 @@ mod tests {
         assert_eq!(
             text,
             [
-                "writer: DO $srdp$ BEGIN CREATE ROLE \"lake_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp$",
-                "writer: ALTER ROLE \"lake_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
-                "reader: DO $srdp$ BEGIN CREATE ROLE \"lake_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp$",
-                "reader: ALTER ROLE \"lake_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
-                "both: GRANT CONNECT ON DATABASE \"cat\" TO \"lake_writer\", \"lake_reader\"",
-                "writer: CREATE SCHEMA IF NOT EXISTS \"lake\" AUTHORIZATION \"lake_writer\"",
-                "writer: GRANT USAGE, CREATE ON SCHEMA \"lake\" TO \"lake_writer\"",
-                "writer: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('ALTER TABLE %I.%I OWNER TO \"lake_writer\"', 'lake', t.tablename); END LOOP; END; $srdp$",
-                "reader: GRANT USAGE ON SCHEMA \"lake\" TO \"lake_reader\"",
-                "reader: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"lake_reader\"', 'lake', t.tablename); END LOOP; END; $srdp$",
-                "reader: ALTER DEFAULT PRIVILEGES FOR ROLE \"lake_writer\" IN SCHEMA \"lake\" GRANT SELECT ON TABLES TO \"lake_reader\"",
+                "writer: DO $srdp$ BEGIN CREATE ROLE \"lake_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp$;",
+                "writer: ALTER ROLE \"lake_writer\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;",
+                "reader: DO $srdp$ BEGIN CREATE ROLE \"lake_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp$;",
+                "reader: ALTER ROLE \"lake_reader\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;",
+                "both: GRANT CONNECT ON DATABASE \"cat\" TO \"lake_writer\", \"lake_reader\";",
+                "writer: CREATE SCHEMA IF NOT EXISTS \"lake\" AUTHORIZATION \"lake_writer\";",
+                "writer: GRANT USAGE, CREATE ON SCHEMA \"lake\" TO \"lake_writer\";",
+                "writer: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('ALTER TABLE %I.%I OWNER TO \"lake_writer\"', 'lake', t.tablename); END LOOP; END; $srdp$;",
+                "reader: GRANT USAGE ON SCHEMA \"lake\" TO \"lake_reader\";",
+                "reader: DO $srdp$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"lake_reader\"', 'lake', t.tablename); END LOOP; END; $srdp$;",
+                "reader: ALTER DEFAULT PRIVILEGES FOR ROLE \"lake_writer\" IN SCHEMA \"lake\" GRANT SELECT ON TABLES TO \"lake_reader\";",
+    "both: -- PostgreSQL grants CONNECT and TEMPORARY on every database to PUBLIC. On the catalog\n\
+                 -- database both are revoked: only the two roles (granted CONNECT above), the owner and\n\
+                 -- superusers may connect, and only the owner and superusers may create temporary tables.\n\
+                 REVOKE CONNECT, TEMPORARY ON DATABASE \"cat\" FROM PUBLIC;\n\
+                 -- Both roles can still connect to the cluster's other databases and create temporary tables\n\
+                 -- there. Closing that changes every role of the cluster, so this script leaves it to the DBA,\n\
+                 -- who runs these lines once, and the same line for each database created later (a new\n\
+                 -- database grants both to PUBLIC again):\n\
+                 --   REVOKE CONNECT, TEMPORARY ON DATABASE \"postgres\" FROM PUBLIC;\n\
+                 --   REVOKE CONNECT, TEMPORARY ON DATABASE \"template1\" FROM PUBLIC;",
             ]
         );
     }
@@ -241,6 +297,7 @@ mod tests {
         let script = postgres_roles(&def("postgres:dbname=cat"), "r\"x", "w%").unwrap();
         assert!(script[2].sql.contains("CREATE ROLE \"r\"\"x\" LOGIN"));
         assert!(script[7].sql.contains("OWNER TO \"w%%\"'"));
+        assert!(script.iter().all(|s| s.sql.ends_with(';')));
         assert_eq!(
             postgres_roles(&def("postgres:host=h"), "r", "w").unwrap_err().to_string(),
             "catalog 'pg': the metadata connection names no dbname; add dbname=<database> to metadata in srdp.toml"
@@ -257,16 +314,46 @@ mod tests {
         .unwrap();
         assert_eq!(
             script[2].sql,
-            "DO $srdp1$ BEGIN CREATE ROLE \"r$srdp$; DROP TABLE x; --\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp1$"
+            "DO $srdp1$ BEGIN CREATE ROLE \"r$srdp$; DROP TABLE x; --\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; EXCEPTION WHEN duplicate_object THEN NULL; END; $srdp1$;"
         );
         assert_eq!(
             script[9].sql,
-            "DO $srdp1$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"r$srdp$; DROP TABLE x; --\"', 'lake', t.tablename); END LOOP; END; $srdp1$"
+            "DO $srdp1$ DECLARE t record; BEGIN FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'lake' AND tablename LIKE 'ducklake\\_%' LOOP EXECUTE format('GRANT SELECT ON %I.%I TO \"r$srdp$; DROP TABLE x; --\"', 'lake', t.tablename); END LOOP; END; $srdp1$;"
         );
         assert_eq!(
             do_block("a $srdp$ $srdp1$ b"),
             "DO $srdp2$ a $srdp$ $srdp1$ b $srdp2$"
         );
+    }
+
+    #[test]
+    fn the_catalog_database_is_closed_to_public_and_named_once() {
+        // A database name with a quote, a space and upper case stays one quoted name, and no
+        // comment holds it; a catalog in database "postgres" is not told to revoke it again.
+        let script = postgres_roles(
+            &def("postgres:dbname='Lake \\\\'s Cat'"),
+            "lake_reader",
+            "lake_writer",
+        )
+        .unwrap();
+        assert_eq!(script.len(), 12);
+        assert_eq!(
+            script[4].sql,
+            "GRANT CONNECT ON DATABASE \"Lake 's Cat\" TO \"lake_writer\", \"lake_reader\";"
+        );
+        let last = &script[11].sql;
+        let code: Vec<&str> = last.lines().filter(|l| !l.starts_with("-- ")).collect();
+        assert_eq!(
+            code,
+            ["REVOKE CONNECT, TEMPORARY ON DATABASE \"Lake 's Cat\" FROM PUBLIC;"]
+        );
+        assert_eq!(last.matches("Lake").count(), 1);
+        let on_postgres = postgres_roles(&def("postgres:dbname=postgres"), "r", "w").unwrap();
+        let last = &on_postgres[11].sql;
+        assert!(last
+            .contains("REVOKE CONNECT, TEMPORARY ON DATABASE \"postgres\" FROM PUBLIC;\n-- Both"));
+        assert!(last
+            .ends_with("(a new\n-- database grants both to PUBLIC again):\n--   REVOKE CONNECT, TEMPORARY ON DATABASE \"template1\" FROM PUBLIC;"));
     }
 
     #[test]

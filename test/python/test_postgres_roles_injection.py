@@ -29,7 +29,7 @@ def test_hostile_names_cannot_break_out_of_the_role_script(servers, tmp_path, co
             [HOSTILE_READER, HOSTILE_WRITER],
         ).fetchall()
     ]
-    assert len(script) == 11
+    assert len(script) == 12
     # As the README says: the whole script through psql with ON_ERROR_STOP, twice (idempotent).
     for _ in range(2):
         servers.psql(";\n".join(script), lake.database)
@@ -67,4 +67,4 @@ def test_reserved_role_names_are_refused(tmp_path, connect):
     rows = con.execute(
         "SELECT count(*) FROM srdp_postgres_roles('pg', reader_role := 'pgr', writer_role := 'pgw')"
     ).fetchone()
-    assert rows == (11,)
+    assert rows == (12,)
