@@ -11,7 +11,7 @@ variables:
    ``add_srdp_definitions(..., secrets=[dg.EnvVar(...)])``; then ``dbt run`` twice with the
    profile ``python -m srdp dbt-profile`` prints;
 4. every file the run wrote (DAGSTER_HOME, the project folder with dbt's target/ and logs/, HOME
-   with dlt's folder) is searched for the passwords and the S3 secret key: none holds one.
+   and dlt's folder, DLT_DATA_DIR, under it) is searched for the passwords and the S3 secret key: none holds one.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from conftest import REPO, write_config
 BIN = Path(sys.executable).parent
 BUCKET = "srdp-scale-out"
 
-# Sentinel credentials: random, so that a hit in a file can only come from this run.
+# Sentinel credentials: random, so that a hit in a file can only come from this run; letters,
+# digits and '-' only, so URL and JSON encodings of them are the same text.
 WRITER_PASSWORD = f"wpw-{secrets.token_hex(12)}"
 READER_PASSWORD = f"rpw-{secrets.token_hex(12)}"
 S3_KEY_ID = f"AKIA{secrets.token_hex(8).upper()}"
@@ -283,6 +284,7 @@ def test_the_platform_runs_with_secrets_only_in_the_environment(servers, platfor
         "DO_NOT_TRACK": "1",
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "RUNTIME__DLTHUB_TELEMETRY": "false",
+        "DLT_DATA_DIR": str(home / "dlt"),  # dlt's folder (as root it would be /var/dlt, shared)
         # Dagster: srdp's jobs and the IO manager
         "LAKE_WRITER_SECRET_SQL": pg_secret("lake_writer", "lake_writer", WRITER_PASSWORD),
         "LAKE_READER_SECRET_SQL": pg_secret("lake_reader", "lake_reader", READER_PASSWORD),
@@ -348,5 +350,5 @@ def test_the_platform_runs_with_secrets_only_in_the_environment(servers, platfor
     written = {p.relative_to(root).parts[0] for p in root.rglob("*") if p.is_file()}
     assert {"dagster_home", "home", "project"} <= written, written
     assert any((dbt_dir / "target").iterdir()) and any((dbt_dir / "logs").iterdir())
-    assert list(home.rglob("*.json")) or list(home.rglob("state.json")) or any(home.rglob("*"))  # dlt's folder
+    assert any((home / "dlt" / "pipelines" / "scale_out").rglob("*.json"))  # dlt's folder was written and searched
     print(f"scale-out platform run: {time.monotonic() - started:.0f} s")
