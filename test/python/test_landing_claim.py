@@ -25,6 +25,8 @@ import srdp
 import srdp.ingest.dlt as srdp_dlt
 from conftest import PY, write_config
 from landing_support import LANDING_TOML, checksum, expected_items, order, orders_resource, raw_rows
+from srdp.dagster import SrdpIOManager
+from srdp.ingest import promote_landing
 
 PROMOTE = textwrap.dedent("""
     import json, os, sys, time
@@ -35,6 +37,7 @@ PROMOTE = textwrap.dedent("""
     from srdp.dagster.lake import LakeSession
 
     cfg, mine, theirs = sys.argv[1:4]
+    table, children = json.loads(sys.argv[4])
     calls = []
     original = Ledger.record
 
@@ -64,7 +67,7 @@ PROMOTE = textwrap.dedent("""
 
     LakeSession.call = call
     dest = srdp_dlt.destination("lake", config=cfg, layer="landing")
-    outcomes = promote_landing(dest, "orders", ["orders__items"], io_manager=SrdpIOManager(config_path=cfg))
+    outcomes = promote_landing(dest, table, children, io_manager=SrdpIOManager(config_path=cfg))
     print(json.dumps({"outcomes": [[o.load_id, o.status] for o in outcomes], "calls": calls, "retried": retried}))
 """)
 
@@ -79,17 +82,17 @@ def ledger_rows(cfg: Path) -> list[tuple[str, str, str]]:
         con.close()
 
 
-def test_two_overlapping_promotions_on_sqlite_promote_the_load_once(tmp_path: Path) -> None:
+def _race(tmp_path: Path, promotions: tuple[tuple[str, list[str]], tuple[str, list[str]]]) -> tuple[
+        Path, srdp_dlt.DltDestination, list[int], str, str, list[dict]]:
+    """Lands and promotes a first load, lands a second one, then runs ``promotions`` (table,
+    children) in two processes that are both inside their transaction before either commits."""
     cfg = write_config(tmp_path, LANDING_TOML.format(landing="landing", extra=""))
     dest = srdp_dlt.destination("lake", config=cfg, layer="landing")
     pipeline = dest.pipeline("shop", pipelines_dir=str(tmp_path / "p"))
     source = [order(i) for i in range(1, 21)]
     first = dest.run(pipeline, orders_resource(source)).loads_ids[0]
     # The raw tables and the ledger exist already (creating them would conflict by itself), so
-    # the claim row is the only row both transactions touch.
-    from srdp.dagster import SrdpIOManager
-    from srdp.ingest import promote_landing
-
+    # the claim rows are the only rows both transactions touch.
     promoted = promote_landing(dest, "orders", ["orders__items"], io_manager=SrdpIOManager(config_path=str(cfg)))
     assert [(o.load_id, o.status) for o in promoted] == [(first, "promoted")]
     source += [order(i) for i in range(21, 41)]
@@ -97,29 +100,52 @@ def test_two_overlapping_promotions_on_sqlite_promote_the_load_once(tmp_path: Pa
     marks = [tmp_path / "inside-a", tmp_path / "inside-b"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     processes = [
-        subprocess.Popen([PY, "-c", PROMOTE, str(cfg), str(mine), str(theirs)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-        for mine, theirs in (marks, marks[::-1])
+        subprocess.Popen([PY, "-c", PROMOTE, str(cfg), str(mine), str(theirs), json.dumps(which)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        for (mine, theirs), which in zip((marks, marks[::-1]), promotions)
     ]
     reports = []
     for process in processes:
         out, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
         reports.append(json.loads(out.strip().splitlines()[-1]))
-
-    # Both were inside their transaction with the load unrecorded; exactly one promoted it, the
-    # other's commit conflicted, and its retry found the load recorded.
+    # Both were inside their transaction with the load unrecorded.
     assert all(report["calls"][0] == "recorded" for report in reports), reports
+    return cfg, dest, [r["id"] for r in source], first, load, reports
+
+
+def test_two_overlapping_promotions_on_sqlite_promote_the_load_once(tmp_path: Path) -> None:
+    both = ("orders", ["orders__items"])
+    cfg, _, ids, first, load, reports = _race(tmp_path, (both, both))
+    # Exactly one promoted the load, the other's commit conflicted, and its retry found the load
+    # recorded.
     winners = [r for r in reports if r["outcomes"] == [[load, "promoted"]]]
     losers = [r for r in reports if r["outcomes"] == []]
     assert (len(winners), len(losers)) == (1, 1), reports
     assert losers[0]["calls"] == ["recorded", "AlreadyPromoted"], reports
     assert len(losers[0]["retried"]) == 1 and winners[0]["retried"] == [], reports
-    ids = [r["id"] for r in source]
     in_raw = raw_rows(cfg)
     assert (len(in_raw), checksum(in_raw)) == (len(ids), checksum([(i, i * 10) for i in ids]))
     assert raw_rows(cfg, "orders__items") == expected_items(ids)
     assert ledger_rows(cfg) == sorted([
         ("orders", first, "promoted"), ("orders__items", first, "promoted"),
-        ("orders", load, "claim"), ("orders", load, "promoted"), ("orders__items", load, "promoted"),
+        ("orders", load, "claim"), ("orders", load, "promoted"),
+        ("orders__items", load, "claim"), ("orders__items", load, "promoted"),
     ])
+
+
+def test_two_overlapping_promotions_that_share_a_child_table_promote_it_once(tmp_path: Path) -> None:
+    """``orders`` with ``orders__items`` beside ``orders__items`` on its own: their only common
+    ledger row is the child's claim row. One commits; the other's retry finds the child table
+    recorded. If the child-only promotion won, the parent's next run promotes ``orders`` alone."""
+    cfg, dest, ids, first, load, reports = _race(tmp_path, (("orders", ["orders__items"]), ("orders__items", [])))
+    assert sorted(len(r["outcomes"]) for r in reports) == [0, 1], reports
+    loser = next(r for r in reports if r["outcomes"] == [])
+    assert loser["calls"] == ["recorded", "AlreadyPromoted"] and len(loser["retried"]) == 1, reports
+    rerun = promote_landing(dest, "orders", ["orders__items"], io_manager=SrdpIOManager(config_path=str(cfg)))
+    child_won = reports[1]["outcomes"] == [[load, "promoted"]]
+    assert [(o.load_id, o.status) for o in rerun] == ([(load, "promoted")] if child_won else []), reports
+    in_raw = raw_rows(cfg)
+    assert (len(in_raw), checksum(in_raw)) == (len(ids), checksum([(i, i * 10) for i in ids]))
+    items = raw_rows(cfg, "orders__items")
+    assert (len(items), checksum(items)) == (len(expected_items(ids)), checksum(expected_items(ids)))

@@ -120,7 +120,8 @@ def test_a_ledger_written_under_another_spelling_counts_and_is_migrated(tmp_path
     key = f"file://{zone}/"
     assert ledger(real_cfg) == sorted([
         (key, "orders", first, "promoted"),
-        (key, "orders", second, "claim"), (key, "orders", second, "promoted"), (key, "orders__items", second, "promoted"),
+        (key, "orders", second, "claim"), (key, "orders", second, "promoted"),
+        (key, "orders__items", second, "claim"), (key, "orders__items", second, "promoted"),
     ])
     in_raw = raw_rows(real_cfg)
     assert (len(in_raw), checksum(in_raw)) == (7, checksum([(i, i * 10) for i in range(1, 8)]))

@@ -15,8 +15,11 @@ promotion that records a load rewrites them to the canonical key in its own tran
 
 Two promotions of one table at the same time (a manual run beside the scheduled one) would both
 see a load as new, and DuckLake lets concurrent appends commit. So every promotion also replaces
-the table's one ``claim`` row: two transactions that delete the same row conflict in DuckLake, the
-second one is retried (as srdp decides for conflicts), finds the load recorded and stops.
+the ``claim`` row of each table it records (the parent and every child table): two transactions
+that delete the same row conflict in DuckLake, the second one is retried (as srdp decides for
+conflicts), finds the load recorded and stops. The same holds for two promotions that share only a
+child table (``orders`` with ``orders__items``, and ``orders__items`` on its own): a load's table
+is recorded once, and the promotion that comes second leaves out what the first took.
 """
 
 from __future__ import annotations
@@ -75,19 +78,6 @@ class Ledger:
         stored = {str(row[0]) for row in con.execute(f"SELECT DISTINCT landing FROM {self.ref.sql}").fetchall()}
         return sorted({key} | {value for value in stored if _identity(value) == key})
 
-    def recorded(self, session: LakeSession) -> dict[str, str]:
-        """Load id -> status of every load recorded for this zone and table."""
-        with session.lock:
-            if session.columns(self.ref) is None:
-                return {}
-            spellings = self.spellings(session.con)
-            rows = session.con.execute(
-                f"SELECT load_id, status FROM {self.ref.sql} WHERE landing IN ({_marks(spellings)}) "
-                f"AND table_name = ? AND status <> '{CLAIM}'",
-                [*spellings, self.table],
-            ).fetchall()
-        return {str(load_id): str(status) for load_id, status in rows}
-
     def tables_recorded(self, session: LakeSession) -> dict[str, dict[str, dt.datetime]]:
         """Load id -> {table -> when recorded} of every table any promotion recorded for this zone
         (promoted or skipped; ``table`` and ``children`` play no part)."""
@@ -109,21 +99,26 @@ class Ledger:
         self, con: duckdb.DuckDBPyConnection, load_id: str, status: str, rows: int, run_id: str, note: str | None
     ) -> None:
         """Inside the open transaction: rewrites the zone's rows stored under another spelling
-        to its canonical key, replaces the table's claim row, refuses a load recorded already,
-        then records it: the table's row, one row per child table, the new claim row."""
+        to its canonical key, replaces the claim rows of the table and of each child table,
+        refuses a load any of them is recorded for already (by this promotion or another one
+        that shares a table with it), then records it: the table's row, one row per child table,
+        the new claim rows."""
         key = self.key
+        tables = [self.table, *self.children]
         con.execute(f"CREATE TABLE IF NOT EXISTS {self.ref.sql} ({_COLUMNS})")
         old = [value for value in self.spellings(con) if value != key]
         if old:
             con.execute(f"UPDATE {self.ref.sql} SET landing = ? WHERE landing IN ({_marks(old)})", [key, *old])
+        # Two promotions that share a table delete the same claim row, so DuckLake lets only one commit.
         con.execute(
-            f"DELETE FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND status = '{CLAIM}'",
-            [key, self.table],
+            f"DELETE FROM {self.ref.sql} WHERE landing = ? AND table_name IN ({_marks(tables)}) "
+            f"AND status = '{CLAIM}'",
+            [key, *tables],
         )
         found = con.execute(
-            f"SELECT count(*) FROM {self.ref.sql} WHERE landing = ? AND table_name = ? AND load_id = ? "
-            f"AND status <> '{CLAIM}'",
-            [key, self.table, load_id],
+            f"SELECT count(*) FROM {self.ref.sql} WHERE landing = ? AND table_name IN ({_marks(tables)}) "
+            f"AND load_id = ? AND status <> '{CLAIM}'",
+            [key, *tables, load_id],
         ).fetchone()
         if found and found[0]:
             raise AlreadyPromoted(load_id)
@@ -131,7 +126,7 @@ class Ledger:
         rows_of = [(self.table, status, rows, note)]
         rows_of += [(child, status, None, f"{status} with {self.table} in one transaction")
                     for child in self.children]
-        rows_of.append((self.table, CLAIM, 0, "the last promotion's claim"))
+        rows_of += [(table, CLAIM, 0, "the last promotion's claim") for table in tables]
         con.execute(
             f"INSERT INTO {self.ref.sql} VALUES " + ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in rows_of),
             [value for table, what, count, text in rows_of

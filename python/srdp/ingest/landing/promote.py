@@ -88,7 +88,12 @@ class Promotion:
 
     @property
     def ledger(self) -> Ledger:
-        return Ledger(self.catalog, self.schema, self.zone.url, self.table, tuple(self.children))
+        return self.ledger_of(self.tables)
+
+    def ledger_of(self, tables: Sequence[str]) -> Ledger:
+        """The ledger of a load's promotion of ``tables`` (the parent and the child tables no other
+        promotion took)."""
+        return Ledger(self.catalog, self.schema, self.zone.url, self.table, tuple(t for t in tables if t != self.table))
 
     def run(self) -> list[Outcome]:
         """Promotes every load it may, oldest first; returns one outcome per load considered."""
@@ -97,13 +102,22 @@ class Promotion:
         rules = {r["rule"]: r for r in self.session.call("srdp_rules", self.catalog)}
         frozen = rules["raw_validated"]["relax_with"] if raw and rules["raw_validated"]["enabled"] else None
         self.session.attach("writer")
-        recorded = self.ledger.recorded(self.session)
+        recorded = self.ledger.tables_recorded(self.session)
         outcomes: list[Outcome] = []
         blocked_by: str | None = None
         for load in self.zone.loads():
-            if load.load_id in recorded:
+            taken = recorded.get(load.load_id, {})
+            if self.table in taken:
                 continue
-            files = {t: load.files[t] for t in self.tables if t in load.files}
+            # A child table another promotion took with this load (it promoted it on its own) is
+            # in raw already: this promotion leaves it out, so raw holds its rows once.
+            tables = [t for t in self.tables if t not in taken]
+            elsewhere = [
+                f"{self.ref(t).name} of load {load.load_id} is in raw already (another promotion took it); "
+                "not promoted again"
+                for t in self.tables if t in taken and t in load.files
+            ]
+            files = {t: load.files[t] for t in tables if t in load.files}
             if not load.finished:
                 if files or load.state_files:
                     outcomes.append(Outcome(load.load_id, "unfinished", reasons=[_unfinished(load)]))
@@ -111,7 +125,7 @@ class Promotion:
             if not files:
                 continue  # the load has nothing for this table
             if load.load_id in self.skip_loads:
-                self.ledger.skip(self.session, load.load_id, self.writer, self.run_id, "listed in skip_loads")
+                self.ledger_of(tables).skip(self.session, load.load_id, self.writer, self.run_id, "listed in skip_loads")
                 outcomes.append(Outcome(load.load_id, "skipped", reasons=["listed in skip_loads"]))
                 continue
             if blocked_by is not None:
@@ -125,8 +139,9 @@ class Promotion:
                 outcomes.append(Outcome(load.load_id, "quarantined", reasons=problems))
                 blocked_by = load.load_id
                 continue
-            outcome = self.promote(load, data, frozen)
+            outcome = self.promote(load, data, frozen, tables)
             if outcome is not None:
+                outcome.reasons += elsewhere
                 outcomes.append(outcome)
         return outcomes
 
@@ -224,13 +239,15 @@ class Promotion:
 
     # -- the write --------------------------------------------------------------------------
 
-    def promote(self, load: Load, data: Mapping[str, pa.Table], frozen: str | None) -> Outcome | None:
-        """Appends the load's tables and its ledger row in one transaction (None: another run
-        recorded it first)."""
+    def promote(
+        self, load: Load, data: Mapping[str, pa.Table], frozen: str | None, tables: Sequence[str]
+    ) -> Outcome | None:
+        """Appends the load's ``tables`` and their ledger rows in one transaction (None: another
+        run recorded the load, or one of ``tables`` with it, first)."""
         message = f"srdp landing: promote load {load.load_id} of {self.zone.url}{self.table}"
         extra = {"landing": self.zone.url, "load_id": load.load_id, "run_id": self.run_id, "table": self.table}
         # The parent first, so a child table is never in raw without it.
-        ordered = [t for t in self.tables if t in data]
+        ordered = [t for t in tables if t in data]
         plans = [
             (
                 WritePlan(
@@ -244,7 +261,7 @@ class Promotion:
         rows = sum(len(data[t]) for t in ordered)
 
         def record(con: duckdb.DuckDBPyConnection, _results: list[WriteResult]) -> None:
-            self.ledger.record(con, load.load_id, "promoted", rows, self.run_id, None)
+            self.ledger_of(tables).record(con, load.load_id, "promoted", rows, self.run_id, None)
 
         try:
             results = self.session.write_many(plans, before_commit=record)
