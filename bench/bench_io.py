@@ -184,7 +184,7 @@ def write(spec: dict) -> dict:
     import dagster as dg
 
     from srdp.dagster.io_manager import SrdpIOManager
-    from srdp.dagster.lake import LakeSession
+    from srdp.lake import LakeSession
 
     config = str(root / "srdp.toml")
     io_manager = SrdpIOManager(config_path=config)
@@ -222,7 +222,7 @@ def load(spec: dict) -> dict:
     import dagster as dg
 
     from srdp.dagster.io_manager import SrdpIOManager
-    from srdp.dagster.lake import LakeSession
+    from srdp.lake import LakeSession
 
     config = str(root / "srdp.toml")
     io_manager = SrdpIOManager(config_path=config, pin_inputs=side != "load_input_unpinned")

@@ -62,8 +62,8 @@ def test_a_bad_secret_statement_fails_the_write_without_showing_it(tmp_path: Pat
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     error = failure.step_failure_data.error
     assert error is not None and error.cause is not None
-    assert error.cause.cls_name == "IOManagerError"
-    assert error.cause.message.strip() == f"srdp.dagster.tables.IOManagerError: SrdpIOManager secrets[1]: {problem}; {HIDDEN}"
+    assert error.cause.cls_name == "LakeError"
+    assert error.cause.message.strip() == f"srdp.lake.errors.LakeError: SrdpIOManager secrets[1]: {problem}; {HIDDEN}"
     assert error.cause.cause is None and error.cause.context is None  # DuckDB's message is not chained
     everything = error.to_string() + " ".join(str(e.user_message) for e in instance.all_logs(result.run_id))
     assert PASSWORD not in everything

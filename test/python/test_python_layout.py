@@ -160,3 +160,64 @@ def test_every_module_of_the_python_package_says_what_it_owns() -> None:
     assert len(modules) >= 15
     missing = [str(m.relative_to(REPO)) for m in modules if not ast.get_docstring(ast.parse(m.read_text()))]
     assert missing == []
+
+
+def test_the_write_core_and_ingest_import_neither_dagster_nor_dagster_dlt() -> None:
+    done = run_venv_python(
+        """
+        import sys
+        import srdp.lake, srdp.ingest, srdp.ingest.landing
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "dagster_dlt") or m.startswith("srdp.dagster")))
+        print(srdp.lake.LakeSession.__module__, srdp.lake.TableRef.__module__, srdp.lake.Source.__module__)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "srdp.lake.session srdp.lake.names srdp.lake.frames"]
+
+
+def test_the_write_core_keeps_its_old_import_paths() -> None:
+    import srdp.lake as lake
+    from srdp.dagster import IOManagerError, handlers, tables
+    from srdp.dagster import lake as old_lake
+
+    assert (old_lake.LakeSession, old_lake.WritePlan, handlers.Source, tables.TableRef, tables.Slice) == (
+        lake.LakeSession,
+        lake.WritePlan,
+        lake.Source,
+        lake.TableRef,
+        lake.Slice,
+    )
+    assert IOManagerError is tables.IOManagerError is lake.LakeError
+
+
+def _import_time_edges() -> dict[str, set[str]]:
+    """srdp's subpackages (lake, ingest, dagster, dbt, ...) and the other subpackages each imports
+    when it is imported: module-level imports, outside ``if TYPE_CHECKING:`` and function bodies
+    (a name imported on first use, like ``srdp.ingest.dlt.srdp_dlt_assets``, is not an edge)."""
+    root = REPO / "python" / "srdp"
+    edges: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).parts
+        if len(parts) < 2:
+            continue  # srdp's own top-level modules are below every subpackage
+        package = parts[0]
+        for node in ast.parse(path.read_text()).body:
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                bits = name.split(".")
+                if bits[0] == "srdp" and len(bits) > 1 and (root / bits[1]).is_dir() and bits[1] != package:
+                    edges.setdefault(package, set()).add(bits[1])
+    return edges
+
+
+def test_no_two_srdp_packages_import_each_other() -> None:
+    edges = _import_time_edges()
+    mutual = sorted((a, b) for a, targets in edges.items() for b in targets if a in edges.get(b, set()) and a < b)
+    assert mutual == []
+    # The write core is the bottom: it imports no other subpackage, and both wings use it.
+    assert "lake" not in edges
+    assert {"lake"} <= edges["ingest"] and {"lake", "ingest"} <= edges["dagster"]

@@ -31,17 +31,11 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from srdp.dagster import handlers
-from srdp.dagster.lake import LakeSession, WritePlan, WriteResult
-from srdp.dagster.tables import (
-    PARTITION_EXPR_KEY,
-    IOManagerError,
-    Slice,
-    TableRef,
-    check_partition_expr,
-    resolve_table,
-    slice_condition,
-)
+from srdp.dagster.tables import PARTITION_EXPR_KEY, IOManagerError, resolve_table
+from srdp.lake import frames as handlers
+from srdp.lake.names import TableRef
+from srdp.lake.session import LakeSession, WritePlan, WriteResult
+from srdp.lake.slices import Slice, check_partition_expr, slice_condition
 
 __all__ = ["SNAPSHOT_KEY", "IOManagerError", "SrdpIOManager"]
 

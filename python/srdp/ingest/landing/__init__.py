@@ -18,7 +18,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from srdp.dagster.lake import LakeSession
+from srdp.lake.session import LakeSession
 from srdp.ingest.dlt.destination import DltDestination
 from srdp.ingest.dlt.errors import SrdpDltError
 from srdp.ingest.landing.promote import Check, Outcome, Promotion

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from srdp.dagster.lake import LakeSession
-from srdp.dagster.tables import TableRef, quote
+from srdp.lake.names import TableRef, quote
+from srdp.lake.session import LakeSession
 from srdp.locations import canonical
 
 __all__ = ["LEDGER_TABLE", "AlreadyPromoted", "Ledger"]

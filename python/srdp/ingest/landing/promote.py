@@ -30,11 +30,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from srdp.dagster.handlers import Source
-from srdp.dagster.lake import LakeSession, WritePlan, WriteResult, lossless
-from srdp.dagster.tables import IOManagerError, Slice, TableRef, quote
 from srdp.ingest.landing.ledger import AlreadyPromoted, Ledger
 from srdp.ingest.landing.zone import LandingZone, Load, UnreadableFile
+from srdp.lake.errors import LakeError
+from srdp.lake.frames import Source
+from srdp.lake.names import TableRef, quote
+from srdp.lake.session import LakeSession, WritePlan, WriteResult, lossless
+from srdp.lake.slices import Slice
 
 __all__ = ["Check", "Outcome", "Promotion"]
 
@@ -267,7 +269,7 @@ class Promotion:
             results = self.session.write_many(plans, before_commit=record)
         except AlreadyPromoted:
             return None
-        except IOManagerError:
+        except LakeError:
             raise
         return Outcome(
             load.load_id,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from srdp.dagster.lake import LakeSession
+from srdp.lake.session import LakeSession
 from srdp.ingest.landing.ledger import Ledger
 from srdp.ingest.landing.zone import LandingZone, Load, load_sort_key
 

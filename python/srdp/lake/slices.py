@@ -1,0 +1,226 @@
+"""Which rows of a table a partition is: a SQL condition with bound parameters (pure).
+
+A partition slice is a SQL condition with bound parameters over the ``partition_expr``
+metadata: a time window is ``expr >= ? AND expr < ?``, static keys ``expr IN (?, ...)``, and
+multi-partitions one condition per dimension for each key, OR-ed. The expression is SQL text
+spliced into those conditions (on writes and reads), so :func:`check_partition_expr` first makes
+sure, with DuckDB's own parser, that each one is ONE expression: no statement, no subquery, no
+parameter, no comment or parenthesis that reaches out of it into the condition around it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+import duckdb
+
+from srdp.lake.errors import LakeError
+
+__all__ = [
+    "Slice",
+    "check_partition_expr",
+    "partition_expr_problem",
+    "slice_condition",
+]
+
+#: What every partition_expr refusal ends with: what is allowed.
+PARTITION_EXPR_RULE = (
+    "partition_expr must be one SQL expression over the table's columns, such as 'order_date' or "
+    "'CAST(ts AS DATE)' (for multi-partitions one per dimension); the IO manager ran nothing"
+)
+
+#: The table the parsed expression selects from; its position in the text proves the parser read
+#: the text after the expression as written (no comment or quote of the expression swallowed it).
+_PARSE_PREFIX = "SELECT ("
+_PARSE_SUFFIX = ") FROM __srdp_partition_expr"
+
+
+def check_partition_expr(asset: str, partition_expr: Any) -> None:
+    """Refuses a ``partition_expr`` (a string, or a mapping of dimension to string) that is not
+    one SQL expression (see :func:`partition_expr_problem`); None passes (nothing to check)."""
+    if partition_expr is None:
+        return
+    if isinstance(partition_expr, Mapping):
+        entries = [(f"partition_expr[{d!r}]", partition_expr[d]) for d in sorted(partition_expr, key=str)]
+    else:
+        entries = [("partition_expr", partition_expr)]
+    for label, expr in entries:
+        if isinstance(expr, str):
+            problem = partition_expr_problem(expr)
+        else:
+            problem = f"it is of type {type(expr).__name__}, not a string"
+        if problem is not None:
+            raise LakeError(f"asset {asset!r}: {label} {expr!r} is refused: {problem}. {PARTITION_EXPR_RULE}")
+
+
+@lru_cache(maxsize=256)
+def partition_expr_problem(expr: str) -> str | None:
+    """Why ``expr`` is not one SQL expression over a table's columns, or None.
+
+    DuckDB's parser reads ``SELECT (<expr>) FROM __srdp_partition_expr`` (the text is a bound
+    parameter of ``json_serialize_sql``, on a connection of its own: nothing runs), and the tree
+    must be exactly that query: one statement, one select-list entry, no clause and no FROM but
+    the placeholder, at its place in the text. The expression's own parentheses must balance by
+    DuckDB's tokenizer (they never close the ones around it: ``a) OR (b`` parses here but turns
+    ``(expr) >= ? AND (expr) < ?`` into another condition), and it holds no subquery (it would
+    read another table) and no parameter (it would shift the slice's bound values).
+    """
+    if not expr.strip():
+        return "it is empty"
+    depth = 0
+    encoded = expr.encode()  # DuckDB's positions count UTF-8 bytes
+    for position, kind in duckdb.tokenize(expr):
+        char = encoded[position : position + 1]
+        if kind == duckdb.token_type.operator and char in (b"(", b")"):
+            depth += 1 if char == b"(" else -1
+            if depth < 0:
+                break
+    if depth != 0:
+        return "its parentheses do not balance"
+    text = f"{_PARSE_PREFIX}{expr}{_PARSE_SUFFIX}"
+    con = duckdb.connect(":memory:")
+    try:
+        serialized = con.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+    finally:
+        con.close()
+    tree = json.loads(serialized[0]) if serialized else {"error": True, "error_message": "no result"}
+    if tree.get("error"):
+        return f"it is not one SQL expression (DuckDB's parser: {tree.get('error_message')})"
+    if not _is_the_wrapper(tree, len(f"{_PARSE_PREFIX}{expr}) FROM ".encode())):
+        return "it is not one SQL expression (it reaches into the statement around it)"
+    found = _kinds(tree["statements"][0]["node"]["select_list"])
+    if "SUBQUERY" in found:
+        return "it holds a subquery; it may use only the table's own columns"
+    if "PARAMETER" in found:
+        return "it holds a parameter placeholder"
+    return None
+
+
+def _is_the_wrapper(tree: Mapping[str, Any], table_at: int) -> bool:
+    """Whether the parsed tree is ``SELECT (<one expression>) FROM __srdp_partition_expr``."""
+    statements = tree.get("statements") or []
+    if len(statements) != 1:
+        return False
+    node = statements[0].get("node") or {}
+    source = node.get("from_table") or {}
+    return (
+        node.get("type") == "SELECT_NODE"
+        and len(node.get("select_list") or []) == 1
+        and not node["select_list"][0].get("alias")
+        and not node.get("modifiers")
+        and not (node.get("cte_map") or {}).get("map")
+        and node.get("where_clause") is None
+        and not node.get("group_expressions")
+        and not node.get("group_sets")
+        and node.get("having") is None
+        and node.get("qualify") is None
+        and node.get("sample") is None
+        and source.get("type") == "BASE_TABLE"
+        and source.get("table_name") == _PARSE_SUFFIX.split()[-1]
+        and not source.get("schema_name")
+        and not source.get("catalog_name")
+        and not source.get("alias")
+        and source.get("at_clause") is None
+        and source.get("query_location") == table_at
+    )
+
+
+def _kinds(node: Any) -> set[str]:
+    """Every expression class (``SUBQUERY``, ``PARAMETER``, ...) in a parsed tree."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            if isinstance(item.get("class"), str):
+                found.add(item["class"])
+            if "subquery" in item:
+                found.add("SUBQUERY")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A SQL condition with its parameters; ``condition`` None means the whole table."""
+
+    condition: str | None = None
+    params: list[Any] = field(default_factory=list)
+    description: str = "whole table"
+
+
+def _timestamp(moment: datetime) -> str:
+    utc = moment.astimezone(timezone.utc) if moment.tzinfo else moment
+    return utc.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def time_window_condition(expr: str, start: datetime, end: datetime) -> tuple[str, list[Any]]:
+    """``expr >= start AND expr < end`` (UTC timestamps, compared in the column's type)."""
+    return f"({expr}) >= CAST(? AS TIMESTAMP) AND ({expr}) < CAST(? AS TIMESTAMP)", [
+        _timestamp(start),
+        _timestamp(end),
+    ]
+
+
+def static_condition(expr: str, keys: Sequence[str]) -> tuple[str, list[Any]]:
+    """``expr IN (?, ...)`` over the partition keys."""
+    marks = ", ".join("?" for _ in keys)
+    return f"CAST(({expr}) AS VARCHAR) IN ({marks})", list(keys)
+
+
+def slice_condition(
+    partition_expr: str | Mapping[str, str] | None,
+    time_window: tuple[datetime, datetime] | None,
+    keys: Sequence[str | Mapping[str, str]],
+    dimension_windows: Mapping[str, Mapping[str, tuple[datetime, datetime]]] | None = None,
+) -> Slice:
+    """The rows a materialization of ``keys`` owns.
+
+    ``time_window``: the window of a time-partitioned asset (ranges included). ``keys``: the
+    partition keys (strings), or for multi-partitions their ``{dimension: key}`` mappings;
+    ``dimension_windows[dimension][key]`` is the time window of a key of a time dimension.
+    """
+    if partition_expr is None:
+        raise LakeError(
+            "a partitioned asset needs 'partition_expr' metadata: the column (or SQL expression) "
+            "that holds the partition, e.g. metadata={'partition_expr': 'order_date'}; for "
+            "multi-partitions one per dimension: {'partition_expr': {'date': 'day', 'region': 'region'}}"
+        )
+    if isinstance(partition_expr, Mapping):
+        ors: list[str] = []
+        params: list[Any] = []
+        for key in keys:
+            if not isinstance(key, Mapping):
+                raise LakeError("partition_expr is a mapping, but the asset is not multi-partitioned")
+            ands: list[str] = []
+            for dimension, value in sorted(key.items()):
+                expr = partition_expr.get(dimension)
+                if expr is None:
+                    raise LakeError(
+                        f"partition_expr has no entry for dimension {dimension!r} (has: "
+                        f"{', '.join(sorted(partition_expr))})"
+                    )
+                window = (dimension_windows or {}).get(dimension, {}).get(value)
+                if window is not None:
+                    condition, values = time_window_condition(expr, *window)
+                else:
+                    condition, values = static_condition(expr, [value])
+                ands.append(condition)
+                params.extend(values)
+            ors.append("(" + " AND ".join(ands) + ")")
+        described = ", ".join("|".join(str(v) for _, v in sorted(k.items())) for k in keys if isinstance(k, Mapping))
+        return Slice("(" + " OR ".join(ors) + ")", params, f"partitions {described}")
+    if time_window is not None:
+        condition, params = time_window_condition(partition_expr, *time_window)
+        start, end = time_window
+        return Slice(condition, params, f"time window [{_timestamp(start)}, {_timestamp(end)})")
+    flat = [str(k) for k in keys]
+    condition, params = static_condition(partition_expr, flat)
+    return Slice(condition, params, f"partitions {', '.join(flat)}")
