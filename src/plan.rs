@@ -110,13 +110,17 @@ pub fn classify(message: &str) -> Failure {
 }
 
 /// Two processes that create the same thing at once, where DuckLake 1.0 reports no conflict but
-/// the loser's next attempt finds it created: the metadata schema of a new PostgreSQL lake
-/// (`CREATE SCHEMA IF NOT EXISTS` races in PostgreSQL itself), and a DuckLake schema two writers'
-/// first tables create (the second commit says its table `references schema id N that does not
-/// exist`).
+/// the loser's next attempt finds it created: a new PostgreSQL lake's metadata, which two first
+/// attaches create at once (PostgreSQL refuses the loser's `CREATE SCHEMA IF NOT EXISTS` or
+/// `CREATE TABLE` with a duplicate key in `pg_namespace` or `pg_type`, or says the relation
+/// already exists, all under DuckLake's "Failed to initialize DuckLake"), and a DuckLake schema
+/// two writers' first tables create (the second commit says its table `references schema id N
+/// that does not exist`).
 fn lost_creation_race(lower: &str) -> bool {
-    (lower.contains("duplicate key value violates unique constraint")
-        && lower.contains("pg_namespace_nspname_index"))
+    let duplicate = lower.contains("duplicate key value violates unique constraint");
+    (lower.contains("failed to initialize ducklake")
+        && (duplicate || (lower.contains("relation") && lower.contains("already exists"))))
+        || (duplicate && lower.contains("pg_namespace_nspname_index"))
         || (lower.contains("references schema id") && lower.contains("that does not exist"))
 }
 
@@ -411,6 +415,8 @@ mod tests {
             "ERROR: could not serialize access due to concurrent update",
             "srdp_attach_catalog: attaching catalog 'lake' as 'lake' (writer) failed: Invalid Error: Failed to initialize DuckLake: Failed to execute query \"CREATE SCHEMA  IF NOT EXISTS\"lake\"\": ERROR:  duplicate key value violates unique constraint \"pg_namespace_nspname_index\"\nDETAIL:  Key (nspname)=(lake) already exists.",
             "TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nTable with id 3 references schema id 2 that does not exist",
+            "Invalid Error: Failed to initialize DuckLake: Failed to execute query \"CREATE TABLE \"lake\".\"ducklake_metadata\"(\"key\" VARCHAR NOT NULL, \"value\" VARCHAR NOT NULL, \"scope\" VARCHAR, \"scope_id\" BIGINT);\": ERROR:  relation \"ducklake_metadata\" already exists",
+            "Invalid Error: Failed to initialize DuckLake: Failed to execute query \"CREATE TABLE \"lake\".\"ducklake_snapshot\"(...)\": ERROR:  duplicate key value violates unique constraint \"pg_type_typname_nsp_index\"\nDETAIL:  Key (typname, typnamespace)=(ducklake_snapshot, 16390) already exists.",
         ];
         for m in retry {
             assert_eq!(classify(m), Failure::Retryable, "{m}");
@@ -429,6 +435,7 @@ mod tests {
             "Catalog Error: Table with name ducklake_inlined_data_tables does not exist!",
             "Binder Error: Invalid named parameter",
             "Constraint Error: duplicate key value violates unique constraint \"orders_pkey\"",
+            "Catalog Error: Table with name orders already exists!",
         ];
         for m in fatal {
             assert_eq!(classify(m), Failure::Fatal, "{m}");

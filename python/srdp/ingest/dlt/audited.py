@@ -7,6 +7,11 @@ that first calls ``<lake>.set_commit_message(<writer>, 'dlt pipeline <name> load
 (with dlt's query tags as ``extra_info``), and labels dlt's own transactions the same way. A
 transaction that changes nothing makes no snapshot, so labelled reads cost nothing in the lake.
 
+Opening a connection attaches the lake; a failed attach is retried as srdp decides for the
+catalog (``srdp_retry_wait``): two first loads into a brand-new PostgreSQL lake, or dlt beside the
+IO manager, create its metadata at once, and the loser's attach fails although its next attempt
+finds the lake created (srdp's own attach retries the same way).
+
 The destination keeps dlt's name ``ducklake`` (config sections, traces), and its type resolves
 to this module, so a pipeline restored from its working folder finds it again.
 """
@@ -16,13 +21,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from dlt.destinations.impl.ducklake.ducklake import DuckLakeClient
 from dlt.destinations.impl.ducklake.factory import ducklake
 from dlt.destinations.impl.ducklake.sql_client import DuckLakeSqlClient
+from dlt.destinations.exceptions import DestinationConnectionError
 from dlt.destinations.sql_client import DBApiCursor
+
+import srdp
 
 __all__ = ["SrdpDuckLake", "commit_label"]
 
@@ -49,7 +58,36 @@ class SrdpDuckLakeSqlClient(DuckLakeSqlClient):
     """dlt's DuckLake SQL client, every write transaction labelled with :data:`writer`."""
 
     writer: ClassVar[str] = DEFAULT_WRITER
+    #: srdp.toml and the catalog whose retry settings decide about a failed attach (None: no retry).
+    srdp_config: ClassVar[str | None] = None
+    srdp_catalog: ClassVar[str | None] = None
     _srdp_in_transaction: bool = False
+
+    def open_connection(self) -> Any:
+        """dlt's connection with the lake attached; an attach that failed for a reason srdp
+        retries (a lost creation race, a locked SQLite file) is tried again after srdp's wait."""
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return super().open_connection()
+            except DestinationConnectionError as error:
+                wait = self._retry_wait(str(error.inner_exc), attempt, started)
+                if wait is None:
+                    raise
+                time.sleep(wait)
+
+    def _retry_wait(self, message: str, attempt: int, started: float) -> float | None:
+        """Seconds to wait before attaching again, or None: srdp does not retry ``message``."""
+        if self.srdp_config is None or self.srdp_catalog is None:
+            return None
+        with srdp.connect(config=self.srdp_config) as con:
+            decision = srdp.call(
+                con, "srdp_retry_wait", self.srdp_catalog, message,
+                attempt=attempt, elapsed_ms=int((time.monotonic() - started) * 1000),
+            )[0]
+        return float(decision["wait_ms"]) / 1000 if decision["retry"] else None
 
     def _label(self) -> None:
         tags = getattr(self, "_query_tags", None)
@@ -98,22 +136,37 @@ class SrdpDuckLakeClient(DuckLakeClient):
 
 
 @functools.cache
-def _client_class(writer: str) -> type[SrdpDuckLakeClient]:
-    """The job client class whose SQL client labels writes as ``writer`` (one class per writer)."""
-    if writer == DEFAULT_WRITER:
+def _client_class(writer: str, config: str | None, catalog: str | None) -> type[SrdpDuckLakeClient]:
+    """The job client class whose SQL client labels writes as ``writer`` and retries a failed
+    attach as ``catalog`` of ``config`` says (one class per writer and catalog)."""
+    if (writer, config, catalog) == (DEFAULT_WRITER, None, None):
         return SrdpDuckLakeClient
-    sql_client = type("SrdpDuckLakeSqlClient", (SrdpDuckLakeSqlClient,), {"writer": writer})
+    sql_client = type(
+        "SrdpDuckLakeSqlClient",
+        (SrdpDuckLakeSqlClient,),
+        {"writer": writer, "srdp_config": config, "srdp_catalog": catalog},
+    )
     return type("SrdpDuckLakeClient", (SrdpDuckLakeClient,), {"sql_client_class": sql_client})
 
 
 class SrdpDuckLake(ducklake):
-    """dlt's ``ducklake`` destination whose writes carry ``writer`` as DuckLake commit author."""
+    """dlt's ``ducklake`` destination whose writes carry ``writer`` as DuckLake commit author and
+    whose attach is retried as ``catalog`` of ``config`` (srdp.toml) says."""
 
-    def __init__(self, *args: Any, writer: str = DEFAULT_WRITER, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        writer: str = DEFAULT_WRITER,
+        config: str | None = None,
+        catalog: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("destination_name", "ducklake")
         super().__init__(*args, **kwargs)
         self.srdp_writer = writer
+        self.srdp_config = config
+        self.srdp_catalog = catalog
 
     @property
     def client_class(self) -> type:
-        return _client_class(self.srdp_writer)
+        return _client_class(self.srdp_writer, self.srdp_config, self.srdp_catalog)

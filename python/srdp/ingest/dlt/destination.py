@@ -184,7 +184,9 @@ class DltDestination:
             return dlt.destinations.filesystem(
                 bucket_url=self.storage_url, layout=self.layout, credentials=self.storage_credentials
             )
-        return SrdpDuckLake(credentials=self.credentials(), writer=self.writer)
+        return SrdpDuckLake(
+            credentials=self.credentials(), writer=self.writer, config=self.config_path, catalog=self.catalog
+        )
 
     def pipeline(self, pipeline_name: str, **kwargs: Any) -> Pipeline:
         """A dlt pipeline that loads into this dataset; ``kwargs`` go to ``dlt.pipeline``
