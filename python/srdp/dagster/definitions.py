@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from srdp.dagster.health import health_checks as table_health_checks
+from srdp.dagster.health import table_asset_keys
 from srdp.dagster.io_manager import SrdpIOManager
 from srdp.dagster.maintenance import build_nightly_schedule, maintenance_job
 from srdp.dagster.pressure import PUBLISHER_KEY, LogPublisher, PressurePublisher, build_hourly_schedule, monitor_job
@@ -26,6 +28,7 @@ def srdp_definitions(
     io_manager: bool = False,
     catalog: str = "lake",
     secrets: Sequence[str] = (),
+    checked_assets: Sequence[dg.AssetKey] = (),
 ) -> dg.Definitions:
     """The srdp jobs, schedules and resources for the definition file at ``config_path``; both
     schedules start as ``default_status`` (running unless told otherwise). srdp's ops send their
@@ -33,7 +36,9 @@ def srdp_definitions(
     With ``io_manager=True`` the application's ``io_manager`` is :class:`SrdpIOManager` on
     ``catalog`` of the same file. ``secrets`` (CREATE SECRET statements, each best given as
     ``dg.EnvVar``) are run before every attach by the maintenance job, the monitor and the IO
-    manager alike: one place for the credentials of a catalog whose roles need DuckDB secrets."""
+    manager alike: one place for the credentials of a catalog whose roles need DuckDB secrets.
+    ``checked_assets``: physical-name keys that get srdp's two advisory health checks
+    (:func:`srdp.dagster.health.health_checks`), evaluated by the hourly monitor."""
     path = os.path.abspath(config_path)
     statements = list(secrets)
     resources: dict[str, object] = {
@@ -44,6 +49,7 @@ def srdp_definitions(
     if io_manager:
         resources[IO_MANAGER_KEY] = SrdpIOManager(config_path=path, catalog=catalog, secrets=statements)
     return dg.Definitions(
+        asset_checks=[table_health_checks(list(checked_assets), RESOURCE_KEY)] if checked_assets else None,
         jobs=[maintenance_job, monitor_job],
         schedules=[build_nightly_schedule(default_status), build_hourly_schedule(default_status)],
         resources=resources,
@@ -60,13 +66,17 @@ def add_srdp_definitions(
     io_manager: bool = False,
     catalog: str = "lake",
     secrets: Sequence[str] = (),
+    health_checks: bool = True,
 ) -> dg.Definitions:
     """``defs`` plus srdp's maintenance and monitor when datasets are enabled; ``defs`` otherwise.
     Both schedules start as ``default_status`` (running unless told otherwise). With
     ``io_manager=True``, :class:`SrdpIOManager` on ``catalog`` becomes the ``io_manager`` (an
     application that already sets one is refused rather than silently overridden). ``secrets``:
     the CREATE SECRET statements (``dg.EnvVar``) the maintenance job, the monitor and the IO
-    manager run before they attach (see :func:`srdp_definitions`)."""
+    manager run before they attach (see :func:`srdp_definitions`). ``health_checks``: the
+    application's table assets (definition metadata ``dagster/table_name`` matching their key:
+    srdp's dlt, dbt and IO manager assets) get srdp's two advisory checks, so the monitor's
+    results show as badges on them."""
     if not enabled:
         return defs
     if io_manager and IO_MANAGER_KEY in (defs.resources or {}):
@@ -83,5 +93,6 @@ def add_srdp_definitions(
             io_manager=io_manager,
             catalog=catalog,
             secrets=secrets,
+            checked_assets=table_asset_keys(defs.assets or []) if health_checks else (),
         ),
     )

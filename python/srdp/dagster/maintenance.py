@@ -8,7 +8,12 @@ result is one dynamic output with its metadata and one log line saying what the 
 did (``compacted``: files were merged; ``flushed``: inlined rows were written out and nothing
 was merged; ``nothing to do``; ``skipped: auto_compact is false``). The outputs go to srdp's own
 IO manager (``NO_STORAGE_IO_MANAGER_KEY``), which stores nothing, never to the application's
-``io_manager``. A failing dataset fails the run; the datasets before it stay committed, and a
+``io_manager``. After each catalog's call, one health read of the catalog
+(:mod:`srdp.dagster.health`) gives each dataset's step an ``AssetObservation`` on the dataset's
+physical-name asset key (its state after the step plus rows flushed, files merged and the step's
+duration; none for a dry run), and output ``summary`` carries a Markdown table of the datasets
+(``srdp/summary``) and the totals. A health read that fails is logged as an error and never fails
+the run (advisory). A failing dataset fails the run; the datasets before it stay committed, and a
 rerun revisits every dataset harmlessly (maintenance re-plans from the current snapshot).
 """
 
@@ -23,6 +28,7 @@ import dagster as dg
 import duckdb
 
 import srdp
+from srdp.dagster.health import DatasetHealth, observation, read_catalog_health, summary_table
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, SrdpResource
 
 __all__ = [
@@ -103,33 +109,72 @@ def _step_status(compact_status: str, files_processed: int | None, dry_run: bool
 
 @dg.op(
     name="srdp_maintain_datasets",
-    out=dg.DynamicOut(dict, io_manager_key=NO_STORAGE_IO_MANAGER_KEY),
+    out={
+        "result": dg.DynamicOut(dict, io_manager_key=NO_STORAGE_IO_MANAGER_KEY),
+        "summary": dg.Out(dict, io_manager_key=NO_STORAGE_IO_MANAGER_KEY),
+    },
     required_resource_keys={RESOURCE_KEY},
     description="One srdp_compact per catalog: flush and merge each selected dataset, one at a time.",
     tags={"kind": "srdp"},
 )
-def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig) -> Iterator[dg.DynamicOutput]:
+def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig) -> Iterator[Any]:
     resource: SrdpResource = getattr(context.resources, RESOURCE_KEY)
     con = resource.connect(config.catalogs or None, role="writer")
     done: list[str] = []
+    health: list[DatasetHealth] = []
+    totals = {"rows_flushed": 0, "files_merged": 0}
     try:
         for catalog in config.catalogs or resource.catalogs(con):
             try:
                 results = maintain_catalog(con, catalog, config.namespace, config.name, config.dry_run)
             except duckdb.Error as e:
                 raise _failure(catalog, e, done) from e
+            states = _health_after(context, con, catalog, results)
             for result in results:
                 qualified = f"{catalog}.{result['schema_name']}.{result['table_name']}"
                 context.log.info(_summary(qualified, result, config.dry_run))
                 done.append(qualified)
+                state = states.get((result["schema_name"], result["table_name"]))
+                if state is not None:
+                    health.append(state)
+                    if not config.dry_run:
+                        yield observation(state, result, description=f"srdp maintenance: {result['status']}")
+                totals["rows_flushed"] += result["rows_flushed"] if not config.dry_run else 0
+                totals["files_merged"] += result["files_processed"] or 0
                 metadata = {k: v for k, v in result.items() if v is not None}
                 yield dg.DynamicOutput(
                     result,
+                    output_name="result",
                     mapping_key=_mapping_key(catalog, result["schema_name"], result["table_name"]),
                     metadata={**metadata, "dry_run": config.dry_run},
                 )
     finally:
         con.close()
+    yield dg.Output(
+        {"datasets": len(done), **totals},
+        output_name="summary",
+        metadata={
+            "datasets": len(done),
+            "srdp/rows_flushed": totals["rows_flushed"],
+            "srdp/files_merged": totals["files_merged"],
+            "srdp/summary": dg.MetadataValue.md(summary_table(health)),
+        },
+    )
+
+
+def _health_after(
+    context: dg.OpExecutionContext, con: duckdb.DuckDBPyConnection, catalog: str, results: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, str], DatasetHealth]:
+    """The health of ``catalog``'s maintained datasets after their steps, from one read; empty
+    (logged as an error) when the read fails: the observations are advisory."""
+    if not results:
+        return {}
+    try:
+        states = read_catalog_health(con, catalog)
+    except duckdb.Error as e:
+        context.log.error(f"srdp: reading the health of catalog {catalog} failed (ignored): {e!r}")
+        return {}
+    return {(h.schema_name, h.table_name): h for h in states}
 
 
 @dg.job(

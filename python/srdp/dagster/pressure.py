@@ -2,7 +2,12 @@
 where its events go.
 
 On every check: one Dagster warning and one published ``DatasetCatalogPressure`` event per
-dataset over the threshold (``srdp_catalog_pressure`` decides which). Publishing is fail-open
+dataset over the threshold (``srdp_catalog_pressure`` decides which). Then one health read per
+catalog (:mod:`srdp.dagster.health`): per dataset, one ``AssetObservation`` on its physical-name
+asset key and the two advisory checks ``inlined_rows_under_threshold`` and
+``small_files_under_limit`` (``AssetCheckEvaluation`` events, ``WARN``), and a Markdown summary
+in the op's output metadata (``srdp/summary``). A health read that fails is logged as an error
+and never fails the run (advisory, like publishing). Publishing is fail-open
 (:func:`publish_events`): a publisher that raises is logged and never fails the run. The op's
 output (the number of events) goes to srdp's own IO manager (``NO_STORAGE_IO_MANAGER_KEY``),
 which stores nothing, never to the application's ``io_manager``.
@@ -21,6 +26,14 @@ import dagster as dg
 import duckdb
 
 import srdp
+from srdp.dagster.health import (
+    DEFAULT_SMALL_FILES_LIMIT,
+    DatasetHealth,
+    check_evaluations,
+    observation,
+    read_catalog_health,
+    summary_table,
+)
 from srdp.dagster.maintenance import MAINTENANCE_JOB
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, SrdpResource
 
@@ -99,6 +112,8 @@ class PressureMonitorConfig(dg.Config):
 
     catalogs: list[str] = []
     threshold: int | None = None
+    #: ``small_files_under_limit`` warns above this many live files under the merge target.
+    small_files_limit: int = DEFAULT_SMALL_FILES_LIMIT
 
 
 def pressure_events(
@@ -142,12 +157,42 @@ def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonit
     publisher: PressurePublisher = getattr(context.resources, PUBLISHER_KEY)
     con = resource.connect(config.catalogs or None, role="reader")
     try:
-        events = pressure_events(con, config.catalogs or resource.catalogs(con), config.threshold)
+        catalogs = config.catalogs or resource.catalogs(con)
+        events = pressure_events(con, catalogs, config.threshold)
+        failures = publish_events(events, publisher, context.log)
+        health = _record_health(context, con, catalogs, config)
     finally:
         con.close()
-    failures = publish_events(events, publisher, context.log)
-    context.add_output_metadata({"events": len(events), "publish_failures": failures})
+    context.add_output_metadata(
+        {
+            "events": len(events),
+            "publish_failures": failures,
+            "srdp/summary": dg.MetadataValue.md(summary_table(health)),
+        }
+    )
     return len(events)
+
+
+def _record_health(
+    context: dg.OpExecutionContext, con: duckdb.DuckDBPyConnection, catalogs: Sequence[str], config: PressureMonitorConfig
+) -> list[DatasetHealth]:
+    """One health read per catalog; per dataset one observation and the two check evaluations.
+    A catalog whose read fails is logged as an error and skipped (advisory, fail-open)."""
+    thresholds = {r["catalog"]: int(r["pressure_warning_rows"]) for r in srdp.call(con, "srdp_catalogs")}
+    out: list[DatasetHealth] = []
+    for catalog in catalogs:
+        threshold = config.threshold if config.threshold is not None else thresholds[catalog]
+        try:
+            datasets = read_catalog_health(con, catalog)
+        except duckdb.Error as e:
+            context.log.error(f"srdp: reading the health of catalog {catalog} failed (ignored): {e!r}")
+            continue
+        for h in datasets:
+            context.log_event(observation(h, description="srdp hourly monitor"))
+            for evaluation in check_evaluations(h, threshold, config.small_files_limit):
+                context.log_event(evaluation)
+        out += datasets
+    return out
 
 
 @dg.job(

@@ -1,0 +1,259 @@
+"""Each table's health on its own asset: the monitor's and the maintenance job's observations,
+the two advisory checks, the run summaries, with real Dagster on a real SQLite lake.
+
+The lake holds an IO-manager asset (``lake/analytics/events``, appended by Dagster runs) and two
+tables no asset produces (``lake.main.loose``, with inline deletion markers, and
+``lake.main.empty``). Every expected number is counted here, independently of srdp: live files
+and inlined rows from the metadata tables (lakecheck), bytes from the files on disk, markers
+from DuckLake's ``ducklake_inlined_delete_<table_id>`` table.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the asset's config annotation as an object.
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+import srdp
+from conftest import write_config
+from lakecheck import Lake
+from srdp import dagster as sd
+from srdp.dagster import health
+
+CONFIG = """
+[catalogs.lake]
+metadata = "sqlite:catalog/lake.sqlite"
+data_path = "data/lake"
+data_inlining_row_limit = 10
+pressure_warning_rows = 12
+
+[catalogs.lake.schemas.analytics]
+writer = "io_manager"
+layer = "curated"
+"""
+
+KEYS = {name: dg.AssetKey(["lake", *name.split(".")]) for name in ("analytics.events", "main.loose", "main.empty")}
+
+
+class Rows(dg.Config):
+    rows: int = 20
+
+
+def definitions(cfg: Path) -> dg.Definitions:
+    table = sd.srdp_table("lake", "analytics", "events", config=cfg)
+
+    @dg.asset(key=table.key, metadata={**table.metadata, "write_mode": "append"})
+    def events(config: Rows) -> pa.Table:
+        return pa.table({"id": pa.array(range(config.rows), pa.int64())})
+
+    class Quiet:
+        def publish(self, event):
+            pass
+
+    return sd.add_srdp_definitions(dg.Definitions(assets=[events]), cfg, io_manager=True, publisher=Quiet())
+
+
+def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, rows: int) -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        run_config={"ops": {"lake__analytics__events": {"config": {"rows": rows}}}},
+        instance=instance,
+        asset_selection=[KEYS["analytics.events"]],
+    )
+    assert result.success
+
+
+def counted(cfg: Path) -> dict[dg.AssetKey, dict[str, int]]:
+    """Per dataset, the health counted without srdp: files and inlined rows from the metadata
+    tables, bytes from disk, markers from the marker table; every file is under 512 MiB."""
+    con = srdp.connect(config=cfg)
+    try:
+        con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
+        lake = Lake(con)
+        files, inlined, ids = lake.live_files(), lake.inlined_rows(), lake.datasets()
+        out = {}
+        for (schema, table), paths in files.items():
+            try:
+                (markers,) = con.execute(
+                    f"SELECT count(*) FROM {lake.table(f'ducklake_inlined_delete_{ids[(schema, table)]}')}"
+                ).fetchone()
+            except Exception:
+                markers = 0
+            out[dg.AssetKey(["lake", schema, table])] = {
+                "srdp/inlined_rows": inlined[(schema, table)],
+                "srdp/inline_deletion_markers": markers,
+                "srdp/live_data_files": len(paths),
+                "srdp/small_files": len(paths),
+                "srdp/live_bytes": sum(os.path.getsize(p) for p in paths),
+            }
+        con.execute("DETACH lake")
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory):
+    """The lake after three Dagster runs of the asset (two 20-row files, one 5-row inlined batch)
+    and the loose tables (three files, two inlined batches, two deleted Parquet rows)."""
+    tmp = tmp_path_factory.mktemp("health")
+    cfg = write_config(tmp, CONFIG)
+    con = srdp.connect(config=cfg)
+    con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
+    con.execute("CREATE TABLE lake.main.loose (id BIGINT)")
+    con.execute("CREATE TABLE lake.main.empty (id BIGINT)")
+    for _ in range(3):
+        con.execute("INSERT INTO lake.main.loose SELECT range FROM range(20)")
+    for _ in range(2):
+        con.execute("INSERT INTO lake.main.loose SELECT 100 + range FROM range(4)")
+    con.execute("DELETE FROM lake.main.loose WHERE id = 7")  # one row in each of the 3 files
+    con.execute("DETACH lake")
+    con.close()
+    instance = dg.DagsterInstance.ephemeral()
+    defs = definitions(cfg)
+    for rows in (20, 20, 5):
+        materialize(defs, instance, rows)
+    return cfg, defs, instance
+
+
+def observations(result) -> dict[dg.AssetKey, dict]:
+    out = {}
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_OBSERVATION":
+            obs = event.event_specific_data.asset_observation
+            assert obs.asset_key not in out, obs.asset_key
+            out[obs.asset_key] = {k: v.value for k, v in obs.metadata.items()}
+    return out
+
+
+def evaluations(result) -> dict[tuple[dg.AssetKey, str], tuple[bool, str]]:
+    return {
+        (e.asset_key, e.check_name): (e.passed, e.severity.value)
+        for e in (ev.event_specific_data for ev in result.all_events if ev.event_type_value == "ASSET_CHECK_EVALUATION")
+    }
+
+
+def run_monitor(platform, **op_config):
+    cfg, defs, instance = platform
+    return defs.resolve_job_def(sd.MONITOR_JOB).execute_in_process(
+        run_config={"ops": {"srdp_check_catalog_pressure": {"config": op_config}}}, instance=instance
+    )
+
+
+def test_the_monitor_records_each_tables_health_and_checks_on_its_own_key(platform):
+    cfg, defs, instance = platform
+    expected = counted(cfg)
+    # What the lake holds, counted independently: the asset 2 files + 5 inlined rows; loose 3
+    # files, 8 inlined rows, 3 markers; empty nothing.
+    assert {k: (v["srdp/live_data_files"], v["srdp/inlined_rows"], v["srdp/inline_deletion_markers"]) for k, v in expected.items()} == {
+        KEYS["analytics.events"]: (2, 5, 0),
+        KEYS["main.loose"]: (3, 8, 3),
+        KEYS["main.empty"]: (0, 0, 0),
+    }
+    result = run_monitor(platform, threshold=6, small_files_limit=2)
+    assert result.success
+    # One observation per dataset, on its physical-name key, with exactly the counted numbers;
+    # the tables no asset produces included.
+    assert observations(result) == expected
+    assert evaluations(result) == {
+        (KEYS["analytics.events"], "inlined_rows_under_threshold"): (True, "WARN"),
+        (KEYS["analytics.events"], "small_files_under_limit"): (True, "WARN"),
+        (KEYS["main.loose"], "inlined_rows_under_threshold"): (False, "WARN"),
+        (KEYS["main.loose"], "small_files_under_limit"): (False, "WARN"),
+        (KEYS["main.empty"], "inlined_rows_under_threshold"): (True, "WARN"),
+        (KEYS["main.empty"], "small_files_under_limit"): (True, "WARN"),
+    }
+    # The checks are declared on the application's table asset (its badge), not on tables that
+    # no asset produces; the monitor's evaluations are the checks' latest results.
+    graph = defs.resolve_asset_graph()
+    assert graph.asset_check_keys == {
+        dg.AssetCheckKey(KEYS["analytics.events"], "inlined_rows_under_threshold"),
+        dg.AssetCheckKey(KEYS["analytics.events"], "small_files_under_limit"),
+    }
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(KEYS["main.loose"], "small_files_under_limit")]
+    )
+    assert [r.status.value for r in latest.values()] == ["FAILED"]
+    meta = _output_metadata(result, "srdp_check_catalog_pressure", "result")
+    bytes_total = sum(v["srdp/live_bytes"] for v in expected.values())
+    assert meta["srdp/summary"] == (
+        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes |\n"
+        "|---:|---:|---:|---:|---:|---:|\n"
+        f"| 3 | 13 | 3 | 5 | 5 | {bytes_total} |\n"
+        "\nTop datasets by inlined rows:\n\n| dataset | inlined rows |\n|---|---:|\n"
+        "| lake.main.loose | 8 |\n| lake.analytics.events | 5 |\n"
+        "\nTop datasets by small files:\n\n| dataset | small files |\n|---|---:|\n"
+        "| lake.main.loose | 3 |\n| lake.analytics.events | 2 |"
+    )
+    # The catalog's pressure_warning_rows (12) is the default threshold: every dataset passes.
+    again = run_monitor(platform)
+    assert {k: v[0] for k, v in evaluations(again).items()} == dict.fromkeys(evaluations(result), True)
+
+
+def _output_metadata(result, node: str, output: str) -> dict:
+    for event in result.all_node_events:
+        if event.event_type_value == "STEP_OUTPUT" and event.step_output_data.output_name == output:
+            return {k: v.value for k, v in event.step_output_data.metadata.items()}
+    raise AssertionError(f"no output {output} of {node}")
+
+
+def test_the_declared_checks_run_on_their_own_and_agree(platform):
+    cfg, defs, instance = platform
+    result = dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        resources=defs.resources,
+        instance=instance,
+        selection=dg.AssetSelection.checks_for_assets(KEYS["analytics.events"]),
+    )
+    assert result.success
+    assert evaluations(result) == {
+        (KEYS["analytics.events"], "inlined_rows_under_threshold"): (True, "WARN"),
+        (KEYS["analytics.events"], "small_files_under_limit"): (True, "WARN"),
+    }
+
+
+def test_maintenance_observes_every_step_and_summarises_the_run(platform):
+    cfg, defs, instance = platform
+    before = counted(cfg)
+    result = defs.resolve_job_def(sd.MAINTENANCE_JOB).execute_in_process(instance=instance)
+    assert result.success
+    after = counted(cfg)
+    # events: its 2 files and the flushed one merged into 1. loose: its 3 files carry deletes now
+    # (the markers went to delete files), which DuckLake never merges: 3 + the flushed file.
+    assert {k: (v["srdp/live_data_files"], v["srdp/inlined_rows"], v["srdp/inline_deletion_markers"]) for k, v in after.items()} == {
+        KEYS["analytics.events"]: (1, 0, 0),
+        KEYS["main.loose"]: (4, 0, 0),
+        KEYS["main.empty"]: (0, 0, 0),
+    }
+    got = observations(result)
+    durations = {k: v.pop("srdp/duration_ms") for k, v in got.items()}
+    assert all(isinstance(d, int) and d >= 0 for d in durations.values()), durations
+    step = {
+        KEYS["analytics.events"]: (5, 3, "compacted"),
+        KEYS["main.loose"]: (8, 0, "flushed; 3 inline deletion markers written to a delete file"),
+        KEYS["main.empty"]: (0, 0, "nothing to do"),
+    }
+    assert got == {
+        key: {
+            **after[key],
+            "srdp/rows_flushed": step[key][0],
+            "srdp/files_merged": step[key][1],
+            "srdp/status": step[key][2],
+        }
+        for key in before
+    }
+    # The rows flushed are the inlined rows counted before the run.
+    assert {k: v[0] for k, v in step.items()} == {k: v["srdp/inlined_rows"] for k, v in before.items()}
+    meta = _output_metadata(result, "srdp_maintain_datasets", "summary")
+    assert (meta["datasets"], meta["srdp/rows_flushed"], meta["srdp/files_merged"]) == (3, 13, 3)
+    assert meta["srdp/summary"] == (
+        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes |\n"
+        "|---:|---:|---:|---:|---:|---:|\n"
+        f"| 3 | 0 | 0 | 5 | 5 | {sum(v['srdp/live_bytes'] for v in after.values())} |\n"
+        "\nTop datasets by inlined rows:\n\n| dataset | inlined rows |\n|---|---:|\n| (none) | 0 |\n"
+        "\nTop datasets by small files:\n\n| dataset | small files |\n|---|---:|\n"
+        "| lake.main.loose | 4 |\n| lake.analytics.events | 1 |"
+    )
