@@ -34,6 +34,7 @@ maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from srdp.dagster.definitions import add_srdp_definitions, srdp_definitions
@@ -67,6 +68,7 @@ from srdp.dagster.pressure import (
     publish_events,
 )
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, NoStorageIOManager, SrdpResource
+from srdp.extras import missing_extra
 
 if TYPE_CHECKING:
     from srdp.dagster.dbt_assets import SrdpDbtTranslator as SrdpDbtTranslator
@@ -122,19 +124,16 @@ _LANDING_NAMES = frozenset({"srdp_landing_assets", "landing_retention_schedule"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _DLT_NAMES:
-        from srdp.dagster import dlt_assets
-
-        return getattr(dlt_assets, name)
-    if name in _DBT_NAMES:
-        from srdp.dagster import dbt_assets
-
-        return getattr(dbt_assets, name)
-    if name in _LANDING_NAMES:
-        from srdp.dagster import landing_assets
-
-        return getattr(landing_assets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = (
+        "dlt_assets" if name in _DLT_NAMES else "dbt_assets" if name in _DBT_NAMES else "landing_assets" if name in _LANDING_NAMES else None
+    )
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        loaded = importlib.import_module(f"srdp.dagster.{module}")
+    except ImportError as error:
+        raise missing_extra(error.name or module, error) from error
+    return getattr(loaded, name)
 
 
 def __dir__() -> list[str]:

@@ -61,7 +61,8 @@ class SrdpIOManager(dg.ConfigurableIOManager):
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None and context.dagster_type.is_nothing:
             return
-        table = self._table(context.asset_key.path, context.definition_metadata or {})
+        key, kind, label = _output_key(context)
+        table = self._table(key, context.definition_metadata or {})
         session = LakeSession.get(self.config_path, self.catalog, self.secrets)
         owner = session.call("srdp_check_writer", self.catalog, table.schema, self.writer)[0]
         if owner.get("warning"):
@@ -82,10 +83,10 @@ class SrdpIOManager(dg.ConfigurableIOManager):
             mode=mode,
             slice=part,
             writer=self.writer,
-            message=self._message(context, part),
+            message=f"dagster run {context.run_id} {kind} {label} ({part.description})",
             extra={
                 "run_id": context.run_id,
-                "asset_key": context.asset_key.to_user_string(),
+                "asset_key" if context.has_asset_key else "op_output": label,
                 "partitions": list(context.asset_partition_keys) if context.has_asset_partitions else None,
                 "mode": mode,
             },
@@ -185,10 +186,6 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         return {str(key): cls._slice(context, only=key) for key in context.asset_partition_keys}
 
     @staticmethod
-    def _message(context: dg.OutputContext, part: Slice) -> str:
-        return f"dagster run {context.run_id} asset {context.asset_key.to_user_string()} ({part.description})"
-
-    @staticmethod
     def _metadata(table: TableRef, plan: WritePlan, result: WriteResult, partitioned: bool) -> dict[str, Any]:
         metadata: dict[str, Any] = {
             "dagster/table_name": table.name,
@@ -213,11 +210,27 @@ class SrdpIOManager(dg.ConfigurableIOManager):
     def load_input(self, context: dg.InputContext) -> Any:
         upstream = context.upstream_output
         metadata = (upstream.definition_metadata if upstream else None) or {}
-        table = self._table(context.asset_key.path, metadata)
-        part = self._slice(context) if context.has_asset_partitions else Slice()
+        if context.has_asset_key:
+            key: Sequence[str] = context.asset_key.path
+        elif upstream is not None:
+            key = [upstream.name]  # an op output: <schema>.<output name>
+        else:
+            raise IOManagerError(f"input {context.name!r} has no asset key and no upstream output to read")
+        table = self._table(key, metadata)
         columns = (context.definition_metadata or {}).get("columns")
-        snapshot = self._pinned_snapshot(context)
+        if isinstance(columns, str):
+            raise IOManagerError(
+                f"input {context.name!r}: metadata 'columns' must be a list of column names, not a "
+                f"string ({columns!r}); write [{columns!r}]"
+            )
         session = LakeSession.get(self.config_path, self.catalog, self.secrets)
+        if context.has_asset_partitions and not list(context.asset_partition_keys):
+            # No upstream partition is mapped (the first partition of a self-dependent or lagged
+            # asset): an empty frame of the table's columns, as dagster-duckdb gives.
+            context.log.info(f"{table.name}: no upstream partition is mapped to this one; the input is empty")
+            return handlers.load_empty(context.dagster_type.typing_type, session, table, list(columns) if columns else None)
+        part = self._slice(context) if context.has_asset_partitions else Slice()
+        snapshot = self._pinned_snapshot(context) if context.has_asset_key else None
         relation = session.relation(table, list(columns) if columns else None, part, snapshot)
         context.log.info(
             f"{table.name}: reading {part.description}"
@@ -230,9 +243,16 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         given = (context.definition_metadata or {}).get("snapshot_id")
         if given is not None:
             return int(given)
-        if not self.pin_inputs or context.instance is None:
+        if not self.pin_inputs:
             return None
-        instance, key = context.instance, context.asset_key
+        try:
+            instance = context.instance
+        except dg.DagsterInvariantViolationError:
+            instance = None  # build_input_context(...) without an instance, in unit tests
+        if instance is None:
+            context.log.info("no Dagster instance: reading the latest version (no snapshot to pin)")
+            return None
+        key = context.asset_key
         if not context.has_asset_partitions:
             event = instance.get_latest_materialization_event(key)
             found = [event] if event else []
@@ -257,3 +277,12 @@ class SrdpIOManager(dg.ConfigurableIOManager):
                 return None
             snapshots.append(int(getattr(value, "value", value)))
         return max(snapshots) if snapshots else None
+
+
+def _output_key(context: dg.OutputContext) -> tuple[list[str], str, str]:
+    """The key an output's table is resolved from (the asset key, or for an op output its name:
+    ``<schema>.<output name>``, as dagster-duckdb), what it is (``asset`` / ``op output``) and its
+    name in the snapshot's message and extra info."""
+    if context.has_asset_key:
+        return list(context.asset_key.path), "asset", context.asset_key.to_user_string()
+    return [context.name], "op output", f"{context.step_key}.{context.name}"

@@ -12,13 +12,20 @@ must be retried after it was consumed fails instead of writing a partial stream.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
-__all__ = ["Source", "load_as", "source_of"]
+from srdp.lake.names import TableRef
+from srdp.lake.slices import Slice
+
+if TYPE_CHECKING:
+    from srdp.lake.session import LakeSession
+
+__all__ = ["Source", "column_names", "load_as", "load_empty", "source_of"]
 
 #: Rows per Arrow batch when an input streams.
 BATCH_ROWS = 100_000
@@ -34,31 +41,45 @@ class Source:
 
 
 def source_of(obj: Any) -> Source:
-    """The scan source for an asset's output value, or ``TypeError`` naming what is supported."""
+    """The scan source for an asset's output value, or ``TypeError`` naming what is supported.
+
+    Types are picked by ``isinstance`` (a subclass of a DataFrame is a DataFrame); pandas and
+    polars are looked up only when already imported (an object of theirs means they are)."""
     if isinstance(obj, pa.Table):
         return Source(obj, True, "pyarrow.Table")
     if isinstance(obj, pa.RecordBatchReader):
         return Source(obj, False, "pyarrow.RecordBatchReader")
     if isinstance(obj, duckdb.DuckDBPyRelation):
         return Source(obj.to_arrow_reader(BATCH_ROWS), False, "duckdb relation")
-    module = type(obj).__module__.split(".")[0]
-    if module == "pandas":
-        import pandas as pd
-
-        if isinstance(obj, pd.DataFrame):
-            return Source(obj, True, "pandas.DataFrame")
-    if module == "polars":
-        import polars as pl
-
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        # DuckDB scans a pandas.DataFrame by its exact type: a subclass is viewed as one (no copy).
+        frame = obj if type(obj) is pd.DataFrame else pd.DataFrame(obj, copy=False)
+        return Source(frame, True, "pandas.DataFrame")
+    pl = sys.modules.get("polars")
+    if pl is not None:
         if isinstance(obj, pl.LazyFrame):
             return Source(obj.collect(engine="streaming"), True, "polars.LazyFrame")
         if isinstance(obj, pl.DataFrame):
-            return Source(obj, True, "polars.DataFrame")
+            return Source(obj if type(obj) is pl.DataFrame else obj.to_arrow(), True, "polars.DataFrame")
     raise TypeError(
         f"SrdpIOManager cannot store a {type(obj).__module__}.{type(obj).__qualname__}: return a "
         "pyarrow Table or RecordBatchReader, a pandas or polars DataFrame, a polars LazyFrame or "
         "a DuckDB relation"
     )
+
+
+def column_names(data: Any) -> list[str] | None:
+    """The column names of a source's data as the frame has them (DuckDB would rename
+    duplicates and empty names), or None when the type does not say without reading it."""
+    names = getattr(data, "column_names", None)  # pyarrow.Table
+    if names is None and isinstance(data, pa.RecordBatchReader):
+        names = data.schema.names
+    if names is None:
+        names = getattr(data, "columns", None)  # pandas, polars
+    if names is None:
+        return None
+    return [str(n) for n in names]
 
 
 def load_as(annotation: Any, relation: duckdb.DuckDBPyRelation) -> Any:
@@ -81,3 +102,28 @@ def load_as(annotation: Any, relation: duckdb.DuckDBPyRelation) -> Any:
         "pyarrow.RecordBatchReader, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or "
         "duckdb.DuckDBPyRelation"
     )
+
+
+def load_empty(annotation: Any, session: LakeSession, table: TableRef, columns: list[str] | None) -> Any:
+    """An empty input of the annotated type: the table's columns (``columns`` of them) with no
+    rows, or no columns when the table does not exist yet."""
+    session.attach("reader")
+    if session.columns(table) is not None:
+        return load_as(annotation, session.relation(table, columns, Slice("false"), None))
+    empty = pa.table({})
+    name = f"{getattr(annotation, '__module__', '')}.{getattr(annotation, '__qualname__', '')}"
+    if name.startswith("pandas."):
+        import pandas as pd
+
+        return pd.DataFrame()
+    if name.startswith("polars.") and name.endswith("LazyFrame"):
+        import polars as pl
+
+        return pl.LazyFrame()
+    if name.startswith("polars."):
+        import polars as pl
+
+        return pl.DataFrame()
+    if annotation is pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(empty.schema, [])
+    return empty

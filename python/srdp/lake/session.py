@@ -29,7 +29,7 @@ import duckdb
 
 import srdp
 from srdp.lake.errors import LakeError
-from srdp.lake.frames import Source
+from srdp.lake.frames import Source, column_names
 from srdp.lake.names import TableRef, quote
 from srdp.lake.slices import Slice
 
@@ -54,6 +54,42 @@ _OUTSIDE = "srdp: output row outside the partition"
 
 #: What a ``secrets`` entry must be: one CREATE SECRET statement.
 _CREATE_SECRET = re.compile(r"\s*CREATE\s+(OR\s+REPLACE\s+)?((PERSISTENT|TEMPORARY)\s+)?SECRET\b", re.IGNORECASE)
+
+
+#: Type families inside which an output column is cast to the table's type when its values allow.
+_FAMILIES: tuple[frozenset[str], ...] = (
+    frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}),
+    frozenset({"FLOAT", "DOUBLE"}),
+    frozenset({"DATE", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS"}),
+)
+
+
+def same_family(old: str, new: str) -> bool:
+    """Whether ``old`` and ``new`` are both integers, both floats, or both dates/timestamps."""
+    return any(old in family and new in family for family in _FAMILIES)
+
+
+def check_column_names(table: TableRef, names: Sequence[str], existing: Sequence[tuple[str, str]] | None) -> None:
+    """Refuses names DuckDB would rename silently: empty ones, two that differ only by case, and
+    (on an existing table) one that differs from the table's column only by case."""
+    if any(not n for n in names):
+        raise LakeError(f"{table.name}: a column has an empty name; name every column, nothing was written")
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name or names.count(name) > 1:
+            raise LakeError(
+                f"{table.name}: columns {other!r} and {name!r} are one column in DuckDB (names ignore "
+                "case); rename one of them, nothing was written"
+            )
+    have = {n.lower(): n for n, _ in existing or []}
+    for name in names:
+        column = have.get(name.lower())
+        if column is not None and column != name:
+            raise LakeError(
+                f"{table.name}: column {name!r} of the output is column {column!r} of the table "
+                f"(DuckDB names ignore case); rename it to {column!r}, nothing was written"
+            )
 
 
 def lossless(old: str, new: str) -> bool:
@@ -278,6 +314,7 @@ class LakeSession:
         con, t = self.con, plan.table
         incoming = [(r[0], r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {_SOURCE}").fetchall()]
         existing = self.columns(t)
+        check_column_names(t, column_names(data.data) or [n for n, _ in incoming], existing)
         added: list[str] = []
         if existing is None:
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(t.catalog)}.{quote(t.schema)}")
@@ -353,6 +390,8 @@ class LakeSession:
             elif old != kind:
                 if replayable and not self._has_values(name):
                     continue
+                if replayable and same_family(old, kind) and self._casts_losslessly(name, old, kind):
+                    continue  # INSERT ... BY NAME casts the values to the table's type, unchanged
                 if plan.raw_validated:
                     raise LakeError(
                         f"{t.name}: column {name!r} is {old} and the output has {kind}; rule "
@@ -374,6 +413,17 @@ class LakeSession:
                 if name not in names:
                     self.con.execute(f"ALTER TABLE {t.sql} DROP COLUMN {quote(name)}")
         return added
+
+    def _casts_losslessly(self, column: str, old: str, kind: str) -> bool:
+        """Whether every value of the source's ``column`` survives DuckDB's cast to the table's
+        type ``old`` and back to ``kind`` (microseconds into TIMESTAMP_NS, small BIGINTs into
+        INTEGER)."""
+        c = quote(column)
+        row = self.con.execute(
+            f"SELECT count(*) FROM {_SOURCE} WHERE {c} IS NOT NULL AND "
+            f"TRY_CAST(TRY_CAST({c} AS {old}) AS {kind}) IS DISTINCT FROM {c}"
+        ).fetchone()
+        return bool(row) and row[0] == 0
 
     def _has_values(self, column: str) -> bool:
         """Whether the registered source has a non-NULL value in ``column``."""

@@ -161,11 +161,27 @@ def _timestamp(moment: datetime) -> str:
     return utc.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _wall_time(moment: datetime) -> str:
+    """The moment as wall-clock time in its own zone (a naive moment as it is)."""
+    return moment.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S")
+
+
+#: A window bound, chosen by the expression's type when DuckDB binds it (``typeof`` folds to a
+#: constant, so the filter stays a constant comparison the scan can push down): a TIMESTAMPTZ
+#: column is compared as an instant (the UTC text, under the session's UTC zone), anything else
+#: (a naive TIMESTAMP holding local wall time, a DATE) with the partition's own wall time.
+_BOUND = "CAST(CASE WHEN typeof({expr}) = 'TIMESTAMP WITH TIME ZONE' THEN ? ELSE ? END AS TIMESTAMP)"
+
+
 def time_window_condition(expr: str, start: datetime, end: datetime) -> tuple[str, list[Any]]:
-    """``expr >= start AND expr < end`` (UTC timestamps, compared in the column's type)."""
-    return f"({expr}) >= CAST(? AS TIMESTAMP) AND ({expr}) < CAST(? AS TIMESTAMP)", [
+    """``expr >= start AND expr < end``: a ``TIMESTAMPTZ`` expression against the window's UTC
+    instants, a naive one (``TIMESTAMP``, ``DATE``) against its wall time in the partition's zone."""
+    bound = _BOUND.format(expr=f"({expr})")
+    return f"({expr}) >= {bound} AND ({expr}) < {bound}", [
         _timestamp(start),
+        _wall_time(start),
         _timestamp(end),
+        _wall_time(end),
     ]
 
 
