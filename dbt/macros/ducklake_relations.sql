@@ -46,14 +46,28 @@
 {%- endmacro %}
 
 
+{#- A drop on DuckLake is its own labelled transaction (dbt calls drop_relation outside the
+    node's transaction: before it, e.g. a test's previous stored failures, or after its commit,
+    the backup): `set_commit_message` (author dbt, `dbt invocation <id> drop <relation>`), the drop
+    and a commit. Dropping what does not exist changes nothing and commits no snapshot. -#}
 {% macro duckdb__drop_relation(relation) -%}
   {%- if srdp.srdp__is_ducklake(relation) -%}
-    {%- call statement('drop_relation', auto_begin=False) -%}
-      drop {{ relation.type }} if exists {{ relation }}
+    {%- call statement('srdp_commit_message', auto_begin=True) -%}
+      {{ srdp.srdp__commit_message_sql(relation.database, 'drop ' ~ relation.schema ~ '.' ~ relation.identifier) }}
     {%- endcall -%}
+    {%- call statement('drop_relation') -%}
+      {{ srdp.srdp__drop_sql(relation) }}
+    {%- endcall -%}
+    {%- do adapter.commit() -%}
   {%- else -%}
     {{- dbt.duckdb__drop_relation(relation) -}}
   {%- endif -%}
+{%- endmacro %}
+
+
+{#- `drop <type> if exists <relation>`, without CASCADE (DuckLake has no dependencies to cascade to). -#}
+{% macro srdp__drop_sql(relation) -%}
+  drop {{ relation.type }} if exists {{ relation }}
 {%- endmacro %}
 
 
@@ -62,8 +76,10 @@
         and srdp.srdp__is_ducklake(from_relation) -%}
     {%- do log('srdp: ' ~ from_relation ~ ' is replaced in this DuckLake transaction; its previous '
                ~ 'version stays readable by time travel (no ' ~ to_relation.identifier ~ ')') -%}
+    {#- Drop what the relation really is: dbt-duckdb's incremental materialization passes the
+        new relation (a table) as from_relation when the existing one is a view. -#}
     {%- call statement('rename_relation') -%}
-      drop {{ from_relation.type }} {{ from_relation }}
+      drop {{ srdp.srdp__relation_type(from_relation) }} {{ from_relation }}
     {%- endcall -%}
   {%- else -%}
     {{- dbt.duckdb__rename_relation(from_relation, to_relation) -}}
@@ -71,12 +87,31 @@
 {%- endmacro %}
 
 
+{#- `view` or `table`: what `relation` is in the catalog (its `type` may be what dbt is about to
+    build), read in the open transaction; `relation.type` when it does not exist. -#}
+{% macro srdp__relation_type(relation) -%}
+  {%- call statement('srdp_relation_type', fetch_result=True) -%}
+    select table_type from information_schema.tables
+    where table_catalog = {{ srdp.srdp_sql_string(relation.database) }}
+      and table_schema = {{ srdp.srdp_sql_string(relation.schema) }}
+      and table_name = {{ srdp.srdp_sql_string(relation.identifier) }}
+  {%- endcall -%}
+  {%- set rows = load_result('srdp_relation_type').table.rows -%}
+  {%- if rows | length == 0 -%}
+    {{- return(relation.type) -}}
+  {%- endif -%}
+  {{- return('view' if rows[0][0] == 'VIEW' else 'table') -}}
+{%- endmacro %}
+
+
 {% macro duckdb__reset_csv_table(model, full_refresh, old_relation, agate_table) -%}
+  {%- do srdp.srdp__begin_write() -%}
   {%- if full_refresh and srdp.srdp__is_ducklake(old_relation) -%}
     {#- Open the seed's transaction before the drop, so that the drop, the create and the load
         (both of which the seed materialization runs in this transaction) commit together. -#}
-    {%- do adapter.ensure_transaction() -%}
-    {%- do adapter.drop_relation(old_relation) -%}
+    {%- call statement('drop_relation') -%}
+      {{ srdp.srdp__drop_sql(old_relation) }}
+    {%- endcall -%}
     {{- return(create_csv_table(model, agate_table)) -}}
   {%- else -%}
     {{- return(dbt.default__reset_csv_table(model, full_refresh, old_relation, agate_table)) -}}

@@ -197,8 +197,12 @@ def make_profile(directory: Path, cfg: Path) -> None:
     profiles = yaml.safe_load(text)
     outputs = profiles["srdp_example"]["outputs"]
     assert "/path/to" not in json.dumps(outputs)
-    # Same connection without the srdp_config setting: the config then comes from the var.
-    outputs["no_setting"] = {k: v for k, v in outputs["dev"].items() if k != "settings"}
+    # A maintenance-only target: no srdp_config setting and no lake as target database (the
+    # plugin only LOADs srdp), so the macros attach what they need and the config comes from the var.
+    no_setting = {k: v for k, v in outputs["dev"].items() if k not in ("settings", "database", "attach")}
+    no_setting["plugins"] = [{**p, "config": {k: v for k, v in p["config"].items() if k != "catalog"}}
+                             for p in no_setting["plugins"]]
+    outputs["no_setting"] = no_setting
     directory.mkdir()
     (directory / "profiles.yml").write_text(yaml.safe_dump(profiles))
 
@@ -278,16 +282,15 @@ def test_dbt_run_attaches_through_srdp_and_builds_the_model_into_the_lake(dbt_la
     for label in ("run 0", "run 1", "run 2"):
         run = step(dbt_lake, label)
         assert run["success"], run
-        # dbt creates lake.curated before on-run-start: the package's create_schema override
-        # attaches the lake as writer first; the on-run-start srdp_attach then finds it attached.
+        # The lake is the profile's target database: the srdp.dbt.plugin plugin attaches it
+        # through srdp as writer when dbt-duckdb opens its database, once per dbt process.
         attaches = srdp_rows(run["lines"], "srdp_attach_catalog")
-        assert [(a["role"], a["read_only"], a["status"]) for a in attaches] == [
-            ("writer", "false", "attached"), ("writer", "false", "already attached")]
+        assert [(a["role"], a["read_only"], a["status"]) for a in attaches] == [("writer", "false", "attached")]
         assert attaches[0]["data_path"] == f"{dbt_lake['cfg'].parent}/lake/data/"
         assert attaches[0]["data_inlining_row_limit"] == "10"
-        assert any("created sql incremental model lake.curated.events" in line for line in run["lines"])
+        assert any("created sql incremental model curated.events" in line for line in run["lines"])
         # The view over it is replaced on every run (one DuckLake transaction, no DROP ... CASCADE).
-        assert any("OK created sql view model lake.curated.events_by_batch" in line for line in run["lines"])
+        assert any("OK created sql view model curated.events_by_batch" in line for line in run["lines"])
 
 
 def test_run_operation_srdp_compact_compacts_and_prints_its_rows(dbt_lake):
@@ -311,7 +314,7 @@ def test_run_operation_srdp_compact_compacts_and_prints_its_rows(dbt_lake):
         }, row
         # srdp's timing of the dataset fits inside the whole dbt command's.
         assert 0 <= int(row["duration_ms"]) <= dbt_lake["cli_seconds"] * 1000, row
-    # Nothing was attached in this fresh process: srdp_compact attached the lake as writer first.
+    # The profile attached the lake as writer in this fresh process (srdp_compact found it attached).
     (attach,) = srdp_rows(cli.stdout.splitlines(), "srdp_attach_catalog")
     assert (attach["role"], attach["status"]) == ("writer", "attached")
 
@@ -336,9 +339,10 @@ def test_count_pressure_and_flush_print_their_rows(dbt_lake):
     count, pressure, flush = (step(dbt_lake, k) for k in ("count quoted", "pressure", "flush dry run"))
     for result in (count, pressure, flush):
         assert result["success"], result
-        # A fresh database: read-only work attaches the lake as reader first.
+        # A fresh database: the profile attached the lake (dbt's target database) as writer, and
+        # the read-only macros use that attachment (the no_setting target below attaches a reader).
         (attach,) = srdp_rows(result["lines"], "srdp_attach_catalog")
-        assert (attach["role"], attach["read_only"], attach["status"]) == ("reader", "true", "attached")
+        assert (attach["role"], attach["read_only"], attach["status"]) == ("writer", "false", "attached")
     # The inlined rows as counted from the metadata (the same before the compaction).
     inlined = {key: str(n) for key, (_, n) in dbt_lake["before"]["state"].items()}
     # Named arguments with quotes in them reach srdp intact (rendered as 'it''s', 'o''k').
@@ -369,6 +373,9 @@ def test_config_var_is_passed_as_config_argument(dbt_lake):
     assert with_var["success"], with_var
     # Neither the srdp_config setting nor $SRDP_CONFIG nor ./srdp.toml: only the var names the file.
     assert not (dbt_lake["project"] / "srdp.toml").exists()
+    # Read-only work in a fresh database attaches the lake as reader first.
+    (attach,) = srdp_rows(with_var["lines"], "srdp_attach_catalog")
+    assert (attach["role"], attach["read_only"], attach["status"]) == ("reader", "true", "attached")
     # A table name alone selects that table in every schema.
     assert srdp_rows(with_var["lines"], "srdp_inlined_row_count") == [{
         "catalog": "lake", "schema_name": "curated", "table_name": "events",

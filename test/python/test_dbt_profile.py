@@ -139,8 +139,11 @@ def test_generated_profile_points_dbt_at_srdp_with_absolute_paths(outside: dict)
     assert profile == {"outside": {"target": "dev", "outputs": {"dev": {
         "type": "duckdb",
         "path": ":memory:",
+        "database": "lake",  # dbt's target database: the catalog of that schema
         "schema": "curated",  # the one schema srdp.toml gives to dbt
         "threads": 1,
+        # Declares the alias to dbt-duckdb as a DuckLake; the plugin has attached it before.
+        "attach": [{"path": "ducklake:srdp:lake", "alias": "lake", "is_ducklake": True}],
         "config_options": {
             "allow_unsigned_extensions": True,
             "extension_directory": str(checkout / ".duckdb" / "extensions"),
@@ -148,7 +151,8 @@ def test_generated_profile_points_dbt_at_srdp_with_absolute_paths(outside: dict)
             "autoload_known_extensions": True,
         },
         "plugins": [{"module": "srdp.dbt.plugin", "alias": "srdp",
-                     "config": {"extension": str(checkout / "build" / "release" / "srdp.duckdb_extension")}}],
+                     "config": {"extension": str(checkout / "build" / "release" / "srdp.duckdb_extension"),
+                                "catalog": "lake"}}],
         "settings": {"srdp_config": str(cfg)},
     }}}}
     # No `extensions:` list: dbt-duckdb would INSTALL (copy) each entry into the extension directory.
@@ -163,10 +167,11 @@ def test_dbt_runs_from_outside_the_checkout_and_writes_nothing_into_it(outside: 
     assert "Installed from <local @ " + str(outside["checkout"] / "dbt") + ">" in deps.stdout
     for run in (first, second):
         out = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
-        assert "srdp_check_writer: catalog=lake | schema_name=curated | writer=dbt | owner=dbt | layer=curated | allowed=true | warning=NULL" in out
-        assert "OK created sql table model lake.curated.orders" in out
-        assert "OK created sql view model lake.curated.orders_view" in out
-        assert "Done. PASS=3 WARN=0 ERROR=0 SKIP=0" in out
+        # The plugin attached the lake (dbt's target database) through srdp; no hook ran.
+        assert "srdp_attach_catalog: catalog=lake | alias=lake | role=writer | read_only=false" in out
+        assert "OK created sql table model curated.orders" in out
+        assert "OK created sql view model curated.orders_view" in out
+        assert "Done. PASS=2 WARN=0 ERROR=0 SKIP=0" in out
     # The second run replaced both relations (5 rows now).
     assert outside["rows"] == {"orders": [(i, i * 10) for i in range(5)], "orders_view": [(i, i * 10 + 1) for i in range(5)]}
     # Not one file of the checkout copy changed or appeared, nor in the real checkout's.
@@ -253,5 +258,5 @@ def test_the_profile_header_names_the_dbt_package(tmp_path: Path) -> None:
 
     text = render_profile(write_config(tmp_path, SRDP_TOML))
     assert (f"# dbt_project.yml of a project that uses it (its packages.yml: `- local: {REPO / 'dbt'}`,\n"
-            "# the dbt package `python -m srdp dbt-package-path` prints):\n") in text
+            "# the dbt package `python -m srdp dbt-package-path` prints); no database:, no hooks:\n") in text
     assert install.dbt_package_path() == REPO / "dbt"

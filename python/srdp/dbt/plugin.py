@@ -1,18 +1,32 @@
-"""A dbt-duckdb plugin that loads the srdp extension on every connection, writing nothing.
+"""A dbt-duckdb plugin that loads srdp and makes the lake dbt's target database.
 
 In ``profiles.yml`` (``python -m srdp dbt-profile`` writes it)::
 
+    database: lake                       # dbt's target database: the lake
+    attach:                              # declares `lake` to dbt-duckdb (a DuckLake); never run
+      - {path: "ducklake:srdp:lake", alias: lake, is_ducklake: true}
     plugins:
       - module: srdp.dbt.plugin
         alias: srdp
         config:
           extension: /abs/path/to/srdp.duckdb_extension   # default: srdp.extension_path()
+          catalog: lake                                    # attach it as writer and USE it
+    settings:
+      srdp_config: /abs/srdp.toml
 
-dbt-duckdb 1.11.1 calls ``configure_connection`` once per database, right after
-``duckdb.connect(config=config_options)`` and before the ``settings:`` are ``SET`` on each
-cursor, so ``settings: {srdp_config: ...}`` works. The extension is loaded from its path with
-``LOAD`` only: nothing is installed, copied or downloaded (the ``extensions:`` list of
-dbt-duckdb would ``INSTALL`` the file into the extension directory first).
+dbt-duckdb 1.11.1 opens its database with ``duckdb.connect(config=config_options)``, creates the
+profile's ``secrets:``, calls ``configure_connection`` of each plugin, and only then runs the
+profile's ``attach:`` entries as ``ATTACH IF NOT EXISTS``. This plugin ``LOAD``s the extension
+from its path (nothing is installed, copied or downloaded), then, with ``catalog``, attaches that
+catalog through srdp (``srdp_attach_catalog(catalog, role := 'writer')``: srdp.toml's metadata,
+data path and options) and ``USE``s it, so the ``attach:`` entry finds ``lake`` attached and does
+nothing. The entry is there because dbt-duckdb accepts ``database: lake`` only for an attached
+alias, and it makes ``adapter.is_ducklake()`` true (dbt-duckdb's DuckLake code paths). Every
+cursor dbt opens ``USE``s the lake too (``configure_cursor``), so two-part names such as
+``{{ this.schema }}.seed`` bind to the lake, not to DuckDB's ``memory`` database.
+
+The srdp.toml is the ``srdp_config`` setting (dbt-duckdb passes ``settings:`` into every plugin's
+config), else srdp's own lookup ($SRDP_CONFIG, then ./srdp.toml).
 """
 
 from __future__ import annotations
@@ -21,27 +35,71 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.duckdb.plugins import BasePlugin
+from dbt.adapters.events.logging import AdapterLogger
 from duckdb import DuckDBPyConnection
 
 import srdp
 from srdp.dbt.profile import EXTENSION_LOOKUP, extension_not_found
 
-__all__ = ["Plugin"]
+__all__ = ["Plugin", "format_row"]
+
+_LOGGER = AdapterLogger("srdp")
+
+
+def _literal(value: str) -> str:
+    """A SQL string literal (quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _identifier(value: str) -> str:
+    """A quoted SQL identifier (double quotes doubled)."""
+    return '"' + value.replace('"', '""') + '"'
+
+
+def format_row(function: str, columns: list[str], row: tuple[Any, ...]) -> str:
+    """``<function>: col=value | col=value``, as the srdp dbt macros print a result row (NULL,
+    true/false, newlines as spaces)."""
+
+    def cell(value: Any) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value).replace("\n", " ")
+
+    return f"{function}: " + " | ".join(f"{name}={cell(value)}" for name, value in zip(columns, row, strict=True))
 
 
 class Plugin(BasePlugin):
-    """Loads srdp (``config: {extension: <path>}``) into dbt-duckdb's database."""
+    """Loads srdp (``config: {extension: <path>}``) and attaches and uses ``catalog`` as writer."""
 
     def initialize(self, plugin_config: dict[str, Any]) -> None:
         configured = plugin_config.get("extension")
         self.configured = bool(configured)
         self.extension = Path(str(configured)) if configured else srdp.extension_path()
+        catalog = plugin_config.get("catalog")
+        self.catalog = str(catalog) if catalog else None
+        config = plugin_config.get("srdp_config")
+        self.srdp_config = str(config) if config else None
 
     def configure_connection(self, conn: DuckDBPyConnection) -> None:
         if not self.extension.is_file():
             raise FileNotFoundError(f"srdp.dbt.plugin: {self._not_found()}")
-        path = str(self.extension).replace("'", "''")
-        conn.execute(f"LOAD '{path}'")
+        conn.execute(f"LOAD {_literal(str(self.extension))}")
+        if self.catalog is None:
+            return
+        arguments = [_literal(self.catalog), "role := 'writer'"]
+        if self.srdp_config:
+            arguments.append(f"config := {_literal(self.srdp_config)}")
+        result = conn.execute(f"SELECT * FROM srdp_attach_catalog({', '.join(arguments)})")
+        columns = [d[0] for d in result.description]
+        for row in result.fetchall():
+            _LOGGER.info(format_row("srdp_attach_catalog", columns, row))
+        conn.execute(f"USE {_identifier(self.catalog)}")
+
+    def configure_cursor(self, cursor: DuckDBPyConnection) -> None:
+        if self.catalog is not None:
+            cursor.execute(f"USE {_identifier(self.catalog)}")
 
     def _not_found(self) -> str:
         if not self.configured:

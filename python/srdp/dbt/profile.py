@@ -2,8 +2,17 @@
 
 >>> print(render_profile(Path("srdp.toml")))      # doctest: +SKIP
 
-The profile leaves the srdp checkout alone: dbt's own database is in memory, srdp is ``LOAD``ed
-from its file by :mod:`srdp.dbt.plugin` (never ``INSTALL``ed, which would copy it into the
+dbt's target database is the lake: ``database:`` is the catalog of the chosen schema, and
+:mod:`srdp.dbt.plugin` attaches it through srdp (writer role) and ``USE``s it when dbt-duckdb
+opens its connection, so ``target.database``, sources without ``database:``, stored test
+failures and two-part names all mean the lake, and ``adapter.is_ducklake()`` is true (the
+``attach:`` entry declares the alias to dbt-duckdb; the plugin has attached it before
+dbt-duckdb's ``ATTACH IF NOT EXISTS`` runs, so that never attaches anything). The project needs
+no ``database:``, no hooks and no pre-hooks: the srdp package's dispatched overrides check
+ownership before the first write and label every node's DuckLake commit with author ``dbt``.
+
+The profile leaves the srdp checkout alone: DuckDB's own database is in memory, srdp is
+``LOAD``ed from its file by the plugin (never ``INSTALL``ed, which would copy it into the
 extension directory), the extensions DuckLake needs are autoloaded from the extension directory
 and nothing is ever downloaded (``autoinstall_known_extensions: false``). All paths are absolute,
 so dbt may run from any folder.
@@ -108,30 +117,31 @@ def render_profile(
     secrets = secrets_block(config, chosen.catalog)
     return f"""\
 # dbt-duckdb profile for srdp, from `python -m srdp dbt-profile --config {config}`.
-# It writes nothing into the srdp checkout and downloads nothing: dbt's database is in memory,
-# the srdp.dbt.plugin plugin LOADs srdp from its file (dbt-duckdb's `extensions:` would INSTALL,
-# i.e. copy, it into the extension directory), DuckLake's extensions are autoloaded from the
-# extension directory and autoinstall is off. srdp's Python package must be importable by dbt.
+# dbt's target database is the lake {chosen.catalog}: the srdp.dbt.plugin plugin LOADs srdp from its
+# file and attaches {chosen.catalog} through srdp (writer) and USEs it on every connection; the
+# `attach:` entry only declares it to dbt-duckdb (already attached: it never runs). Nothing is
+# written into the srdp checkout and nothing is downloaded (DuckLake's extensions are autoloaded
+# from the extension directory, autoinstall is off). srdp's Python package must be importable by dbt.
 #
 # dbt_project.yml of a project that uses it (its packages.yml: `- local: {install.dbt_package_path()}`,
-# the dbt package `python -m srdp dbt-package-path` prints):
+# the dbt package `python -m srdp dbt-package-path` prints); no database:, no hooks:
 #   profile: {profile}
-#   dispatch:                     # srdp's overrides: attach, ownership check, DuckLake replaces
+#   dispatch:                     # srdp's overrides: ownership check, commit author, DuckLake replaces
 #     - macro_namespace: dbt
 #       search_order: [<project>, srdp, dbt]
-#   on-run-start:
-#     - "{{{{ srdp.srdp_check_writes() }}}}"
-#   models:
-#     <project>:
-#       +database: {chosen.catalog}
 {profile}:
   target: {target}
   outputs:
     {target}:
       type: duckdb
       path: ":memory:"
+      database: {_scalar(chosen.catalog)}
       schema: {_scalar(chosen.schema)}
       threads: 1
+      attach:
+        - path: {_scalar("ducklake:srdp:" + chosen.catalog)}
+          alias: {_scalar(chosen.catalog)}
+          is_ducklake: true
       config_options:
 {options}
 {secrets}      plugins:
@@ -139,6 +149,7 @@ def render_profile(
           alias: srdp
           config:
             extension: {_scalar(str(extension))}
+            catalog: {_scalar(chosen.catalog)}
       settings:
         srdp_config: {_scalar(str(config))}
 """
