@@ -30,15 +30,22 @@ def test_an_op_output_is_stored_as_schema_dot_output_name_and_read_by_the_next_o
     def total(orders: pa.Table) -> pa.Table:
         return pa.table({"total": [sum(orders.column("id").to_pylist())]})
 
+    @dg.op(out=dg.Out(metadata={"schema": "marts", "table": "renamed"}))
+    def renamed(orders: pa.Table) -> pa.Table:
+        return orders
+
     @dg.job(resource_defs={"io_manager": io_manager(sqlite_lake)})
     def job() -> None:
-        total(orders())
+        made = orders()
+        total(made)
+        renamed(made)
 
     assert job.execute_in_process().success
     with view(sqlite_lake) as v:
         assert v.table("analytics.result") == [(1,), (2,), (3,)]
         assert v.table("marts.named_by_metadata") == [(6,)]
-        assert [s["author"] for s in v.snapshots()[-2:]] == ["io_manager", "io_manager"]
+        assert v.table("marts.renamed") == [(1,), (2,), (3,)]
+        assert [s["author"] for s in v.snapshots()[-3:]] == ["io_manager"] * 3
 
 
 def test_an_op_output_in_a_schema_the_io_manager_does_not_own_is_refused(sqlite_lake: Path) -> None:

@@ -213,7 +213,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         if context.has_asset_key:
             key: Sequence[str] = context.asset_key.path
         elif upstream is not None:
-            key = [upstream.name]  # an op output: <schema>.<output name>
+            key = [str(metadata.get("table") or upstream.name)]  # an op output: <schema>.<table or output name>
         else:
             raise IOManagerError(f"input {context.name!r} has no asset key and no upstream output to read")
         table = self._table(key, metadata)
@@ -285,4 +285,5 @@ def _output_key(context: dg.OutputContext) -> tuple[list[str], str, str]:
     name in the snapshot's message and extra info."""
     if context.has_asset_key:
         return list(context.asset_key.path), "asset", context.asset_key.to_user_string()
-    return [context.name], "op output", f"{context.step_key}.{context.name}"
+    table = str((context.definition_metadata or {}).get("table") or context.name)  # DbIOManager's op-output key
+    return [table], "op output", f"{context.step_key}.{context.name}"
