@@ -6,8 +6,9 @@ DuckLake through srdp.
 * **Attach through srdp**: writes attach ``srdp_attach_catalog(catalog, role := 'writer')``,
   reads the reader role (a DuckDB-file catalog: the writer role from the first read, so that an
   input can stream into an output); one connection per process, reused.
-* **Which table**: ``dagster/table_name`` metadata, else the asset key, else a ``schema``
-  (see :mod:`srdp.dagster.tables`).
+* **Which table**: ``dagster/table_name`` metadata, else metadata ``schema``, else the asset
+  key's prefix, else the ``schema`` setting (see :mod:`srdp.dagster.tables`); an ``@op`` output is
+  ``<schema>.<output name>`` (or its ``table`` metadata), as in dagster-duckdb.
 * **Who may write**: ``srdp_check_writer(catalog, schema, writer)`` before any data moves.
 * **Write modes**, each one DuckLake transaction: ``replace`` (default outside raw; the table
   keeps its identity and history), ``append`` (the default and only mode in a ``raw`` schema
