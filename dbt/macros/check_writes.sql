@@ -8,7 +8,9 @@
   srdp.toml defines a catalog of that name (`srdp_catalogs()`); other databases are not checked.
 
   srdp_check_writes(writer='dbt', config=none)
-      For `on-run-start`: checks them all and prints each check's row, e.g.
+      Optional (the package checks in create_schema and in every node's transaction before its
+      first write, node_writes.sql); kept for projects that have it in `on-run-start`: checks
+      them all and prints each check's row, e.g.
 
           srdp_check_writer: catalog=lake | schema_name=curated | writer=dbt | owner=dbt | layer=curated | allowed=true | warning=NULL
 
@@ -49,6 +51,9 @@
   {%- if not execute -%}
     {{- return([]) -}}
   {%- endif -%}
+  {%- if not srdp.srdp__loaded() -%}
+    {{- return([]) -}}  {#- a profile without srdp: nothing here is an srdp catalog -#}
+  {%- endif -%}
   {%- set writer = writer or var('srdp_writer', 'dbt') -%}
   {%- set targets = srdp.srdp__write_targets() -%}
   {%- for relation in relations if relation.database and relation.schema
@@ -75,4 +80,13 @@
     {%- do checked.append([database, schema]) -%}
   {%- endfor -%}
   {{- return(checked) -}}
+{%- endmacro %}
+
+
+{#- Whether the srdp extension is loaded in dbt's database (the profile's srdp.dbt.plugin). -#}
+{% macro srdp__loaded() -%}
+  {%- call statement('srdp_loaded', fetch_result=True, auto_begin=False) -%}
+    select count(*) from duckdb_functions() where function_name = 'srdp_catalogs'
+  {%- endcall -%}
+  {{- return(load_result('srdp_loaded').table.rows[0][0] > 0) -}}
 {%- endmacro %}

@@ -1,6 +1,8 @@
 {#-
   srdp_commit_message(writer=none)
-      For a `+pre-hook` of models, seeds and snapshots (it runs inside the node's transaction,
+      Not needed with the package's dispatch entry: every node's transaction is labelled by
+      srdp__begin_write (node_writes.sql). Kept for projects that still have it (harmless: the
+      same message is set twice). For a `+pre-hook` of models, seeds and snapshots (it runs inside the node's transaction,
       dbt's default for hooks): labels the DuckLake snapshot the node commits with DuckLake's
       commit author and message, `CALL <database>.set_commit_message('dbt', 'dbt invocation
       <invocation_id> model <name>')`, so `srdp_write_audit` shows who wrote it. The writer is

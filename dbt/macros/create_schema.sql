@@ -23,7 +23,7 @@
     {%- do srdp.srdp__check_writes(relations=[relation]) -%}
     {%- set sql = 'select 1 from duckdb_databases() where lower(database_name) = lower('
                   ~ srdp.srdp_sql_string(relation.database) ~ ')' -%}
-    {%- if run_query(sql).rows | length == 0 -%}
+    {%- if run_query(sql).rows | length == 0 and srdp.srdp__loaded() -%}
       {%- do log('srdp: attaching catalog ' ~ relation.database ~ ' as writer before dbt creates schema '
                  ~ relation.without_identifier(), info=True) -%}
       {%- do srdp.srdp_call('srdp_attach_catalog', relation.database, {'role': 'writer'}) -%}

@@ -286,7 +286,8 @@ def test_dbt_runs_a_model_into_the_lake_with_the_packaged_macros(consumer: Consu
     assert package == consumer.site_packages / "srdp" / "dbt_package"
     profile = check(consumer.run([python, "-m", "srdp", "dbt-profile", "--config", "srdp.toml", "--profile", "shop"], cwd=work))
     plugin = yaml.safe_load(profile)["shop"]["outputs"]["dev"]["plugins"][0]["config"]
-    assert plugin == {"extension": str(consumer.site_packages / "srdp" / "extension" / "srdp.duckdb_extension")}
+    assert plugin == {"extension": str(consumer.site_packages / "srdp" / "extension" / "srdp.duckdb_extension"),
+                      "catalog": "lake"}
     (work / "profiles").mkdir()
     (work / "profiles" / "profiles.yml").write_text(profile)
     project = work / "project"
@@ -302,8 +303,8 @@ def test_dbt_runs_a_model_into_the_lake_with_the_packaged_macros(consumer: Consu
     check(consumer.run([*dbt, "deps", *profiles], cwd=project))
     assert (project / "dbt_packages" / "srdp").resolve() == package
     run = check(consumer.run([*dbt, "run", *profiles], cwd=project))
-    # srdp.srdp_check_writes (a packaged macro, in on-run-start) printed srdp's ownership check.
-    assert "srdp_check_writer: catalog=lake | schema_name=curated | writer=dbt" in run
+    # The packaged plugin attached the lake (dbt's target database) through srdp as writer.
+    assert "srdp_attach_catalog: catalog=lake | alias=lake | role=writer | read_only=false" in run
     con = reader(work / "srdp.toml")
     try:
         rows = con.execute("SELECT count(*), sum(hash(id, v))::VARCHAR FROM lake.curated.orders").fetchone()
