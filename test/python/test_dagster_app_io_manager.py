@@ -171,8 +171,8 @@ def maintenance_report(instance: dg.DagsterInstance, run_id: str) -> tuple[list[
         if entry.user_message.startswith("srdp: "):
             lines.append(entry.user_message)
         event = entry.dagster_event
-        if event is not None and event.event_type_value == "STEP_OUTPUT":
-            data = event.step_output_data
+        if event is not None and event.event_type_value == "STEP_OUTPUT" and event.step_output_data.mapping_key:
+            data = event.step_output_data  # a dynamic output (the run's summary is output "summary")
             metadata[data.mapping_key] = {k: v.value for k, v in data.metadata.items()}
     return lines, metadata
 

@@ -158,25 +158,34 @@ def test_the_monitor_records_each_tables_health_and_checks_on_its_own_key(platfo
     # One observation per dataset, on its physical-name key, with exactly the counted numbers;
     # the tables no asset produces included.
     assert observations(result) == expected
-    assert evaluations(result) == {
-        (KEYS["analytics.events"], "inlined_rows_under_threshold"): (True, "WARN"),
-        (KEYS["analytics.events"], "small_files_under_limit"): (True, "WARN"),
-        (KEYS["main.loose"], "inlined_rows_under_threshold"): (False, "WARN"),
-        (KEYS["main.loose"], "small_files_under_limit"): (False, "WARN"),
-        (KEYS["main.empty"], "inlined_rows_under_threshold"): (True, "WARN"),
-        (KEYS["main.empty"], "small_files_under_limit"): (True, "WARN"),
-    }
     # The checks are declared on the application's table asset (its badge), not on tables that
-    # no asset produces; the monitor's evaluations are the checks' latest results.
+    # no asset produces (they have no check to show a result on): the monitor evaluates the
+    # declared ones, and its evaluations are the checks' latest results.
     graph = defs.resolve_asset_graph()
     assert graph.asset_check_keys == {
         dg.AssetCheckKey(KEYS["analytics.events"], "inlined_rows_under_threshold"),
         dg.AssetCheckKey(KEYS["analytics.events"], "small_files_under_limit"),
     }
-    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [dg.AssetCheckKey(KEYS["main.loose"], "small_files_under_limit")]
-    )
-    assert [r.status.value for r in latest.values()] == ["FAILED"]
+    assert evaluations(result) == {
+        (KEYS["analytics.events"], "inlined_rows_under_threshold"): (True, "WARN"),
+        (KEYS["analytics.events"], "small_files_under_limit"): (True, "WARN"),
+    }
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(list(graph.asset_check_keys))
+    assert {k.name: r.status.value for k, r in latest.items()} == {
+        "inlined_rows_under_threshold": "SUCCEEDED",
+        "small_files_under_limit": "SUCCEEDED",
+    }
+    # Over the limits (threshold 4 < 5 inlined rows, limit 1 < 2 small files): both warn.
+    over = run_monitor(platform, threshold=4, small_files_limit=1)
+    assert evaluations(over) == {
+        (KEYS["analytics.events"], "inlined_rows_under_threshold"): (False, "WARN"),
+        (KEYS["analytics.events"], "small_files_under_limit"): (False, "WARN"),
+    }
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(list(graph.asset_check_keys))
+    assert {k.name: r.status.value for k, r in latest.items()} == {
+        "inlined_rows_under_threshold": "FAILED",
+        "small_files_under_limit": "FAILED",
+    }
     meta = _output_metadata(result, "srdp_check_catalog_pressure", "result")
     bytes_total = sum(v["srdp/live_bytes"] for v in expected.values())
     assert meta["srdp/summary"] == (
@@ -188,9 +197,10 @@ def test_the_monitor_records_each_tables_health_and_checks_on_its_own_key(platfo
         "\nTop datasets by small files:\n\n| dataset | small files |\n|---|---:|\n"
         "| lake.main.loose | 3 |\n| lake.analytics.events | 2 |"
     )
-    # The catalog's pressure_warning_rows (12) is the default threshold: every dataset passes.
+    # The catalog's pressure_warning_rows (12) and 100 small files are the defaults.
     again = run_monitor(platform)
     assert {k: v[0] for k, v in evaluations(again).items()} == dict.fromkeys(evaluations(result), True)
+    assert observations(again) == expected
 
 
 def _output_metadata(result, node: str, output: str) -> dict:

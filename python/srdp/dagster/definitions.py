@@ -11,7 +11,7 @@ from srdp.dagster.health import health_checks as table_health_checks
 from srdp.dagster.health import table_asset_keys
 from srdp.dagster.io_manager import SrdpIOManager
 from srdp.dagster.maintenance import build_nightly_schedule, maintenance_job
-from srdp.dagster.pressure import PUBLISHER_KEY, LogPublisher, PressurePublisher, build_hourly_schedule, monitor_job
+from srdp.dagster.pressure import HEALTH_CHECKS_KEY, PUBLISHER_KEY, LogPublisher, PressurePublisher, build_hourly_schedule, monitor_job
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, NoStorageIOManager, SrdpResource
 
 __all__ = ["IO_MANAGER_KEY", "add_srdp_definitions", "srdp_definitions"]
@@ -41,7 +41,12 @@ def srdp_definitions(
     (:func:`srdp.dagster.health.health_checks`), evaluated by the hourly monitor."""
     path = os.path.abspath(config_path)
     statements = list(secrets)
+    checks = table_health_checks(list(checked_assets), RESOURCE_KEY) if checked_assets else None
     resources: dict[str, object] = {
+        HEALTH_CHECKS_KEY: dg.ResourceDefinition.hardcoded_resource(
+            frozenset(checks.check_keys) if checks else frozenset(),
+            "the srdp health checks the code location declares",
+        ),
         RESOURCE_KEY: SrdpResource(config_path=path, secrets=statements),
         PUBLISHER_KEY: dg.ResourceDefinition.hardcoded_resource(publisher or LogPublisher()),
         NO_STORAGE_IO_MANAGER_KEY: NoStorageIOManager(),
@@ -49,7 +54,7 @@ def srdp_definitions(
     if io_manager:
         resources[IO_MANAGER_KEY] = SrdpIOManager(config_path=path, catalog=catalog, secrets=statements)
     return dg.Definitions(
-        asset_checks=[table_health_checks(list(checked_assets), RESOURCE_KEY)] if checked_assets else None,
+        asset_checks=[checks] if checks else None,
         jobs=[maintenance_job, monitor_job],
         schedules=[build_nightly_schedule(default_status), build_hourly_schedule(default_status)],
         resources=resources,

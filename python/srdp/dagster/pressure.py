@@ -4,9 +4,11 @@ where its events go.
 On every check: one Dagster warning and one published ``DatasetCatalogPressure`` event per
 dataset over the threshold (``srdp_catalog_pressure`` decides which). Then one health read per
 catalog (:mod:`srdp.dagster.health`): per dataset, one ``AssetObservation`` on its physical-name
-asset key and the two advisory checks ``inlined_rows_under_threshold`` and
-``small_files_under_limit`` (``AssetCheckEvaluation`` events, ``WARN``), and a Markdown summary
-in the op's output metadata (``srdp/summary``). A health read that fails is logged as an error
+asset key; for each dataset whose asset the code location declares srdp's checks on, the two
+advisory checks ``inlined_rows_under_threshold`` and ``small_files_under_limit``
+(``AssetCheckEvaluation`` events, ``WARN``; a table no asset produces has no check to show, and
+each evaluation costs about as much event-log space as an observation); and a Markdown summary in
+the op's output metadata (``srdp/summary``). A health read that fails is logged as an error
 and never fails the run (advisory, like publishing). Publishing is fail-open
 (:func:`publish_events`): a publisher that raises is logged and never fails the run. The op's
 output (the number of events) goes to srdp's own IO manager (``NO_STORAGE_IO_MANAGER_KEY``),
@@ -28,6 +30,8 @@ import duckdb
 import srdp
 from srdp.dagster.health import (
     DEFAULT_SMALL_FILES_LIMIT,
+    INLINED_CHECK,
+    SMALL_FILES_CHECK,
     DatasetHealth,
     check_evaluations,
     observation,
@@ -41,6 +45,7 @@ __all__ = [
     "MONITOR_JOB",
     "MONITOR_SCHEDULE",
     "PRESSURE_EVENT",
+    "HEALTH_CHECKS_KEY",
     "PUBLISHER_KEY",
     "LogPublisher",
     "PressureEvent",
@@ -60,6 +65,10 @@ PRESSURE_EVENT = "DatasetCatalogPressure"
 
 #: The resource key of the publisher the monitor requires.
 PUBLISHER_KEY = "srdp_pressure_publisher"
+
+#: The resource key of the health checks the code location declares (``AssetCheckKey`` s), whose
+#: evaluations the monitor logs.
+HEALTH_CHECKS_KEY = "srdp_health_checks"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,8 +157,11 @@ def publish_events(events: Sequence[PressureEvent], publisher: PressurePublisher
 @dg.op(
     name="srdp_check_catalog_pressure",
     out=dg.Out(int, io_manager_key=NO_STORAGE_IO_MANAGER_KEY),
-    required_resource_keys={RESOURCE_KEY, PUBLISHER_KEY},
-    description="Warns and publishes one DatasetCatalogPressure event per dataset over the threshold.",
+    required_resource_keys={RESOURCE_KEY, PUBLISHER_KEY, HEALTH_CHECKS_KEY},
+    description=(
+        "Warns and publishes one DatasetCatalogPressure event per dataset over the threshold; "
+        "observes each dataset's health on its asset and evaluates srdp's checks."
+    ),
     tags={"kind": "srdp"},
 )
 def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonitorConfig) -> int:
@@ -176,8 +188,10 @@ def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonit
 def _record_health(
     context: dg.OpExecutionContext, con: duckdb.DuckDBPyConnection, catalogs: Sequence[str], config: PressureMonitorConfig
 ) -> list[DatasetHealth]:
-    """One health read per catalog; per dataset one observation and the two check evaluations.
-    A catalog whose read fails is logged as an error and skipped (advisory, fail-open)."""
+    """One health read per catalog; per dataset one observation, and the evaluations of the
+    checks the code location declares on its key. A catalog whose read fails is logged as an
+    error and skipped (advisory, fail-open)."""
+    declared = _declared_checks(context)
     thresholds = {r["catalog"]: int(r["pressure_warning_rows"]) for r in srdp.call(con, "srdp_catalogs")}
     out: list[DatasetHealth] = []
     for catalog in catalogs:
@@ -190,9 +204,17 @@ def _record_health(
         for h in datasets:
             context.log_event(observation(h, description="srdp hourly monitor"))
             for evaluation in check_evaluations(h, threshold, config.small_files_limit):
-                context.log_event(evaluation)
+                if dg.AssetCheckKey(evaluation.asset_key, evaluation.check_name) in declared:
+                    context.log_event(evaluation)
         out += datasets
     return out
+
+
+def _declared_checks(context: dg.OpExecutionContext) -> frozenset[dg.AssetCheckKey]:
+    """srdp's health checks the code location declares (resource ``HEALTH_CHECKS_KEY``: a run
+    executed in process has no code location to ask)."""
+    keys = getattr(context.resources, HEALTH_CHECKS_KEY)
+    return frozenset(k for k in keys if k.name in (INLINED_CHECK, SMALL_FILES_CHECK))
 
 
 @dg.job(
