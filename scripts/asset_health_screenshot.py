@@ -5,7 +5,7 @@ record, beside the IO manager's materialization metadata).
 
 The lake (SQLite catalog) has an IO-manager asset ``lake/analytics/events`` (appended 20 or 4
 rows per run: files and inlined rows) and a table no asset produces, ``lake.raw.orders``
-(loaded with plain SQL, as dlt would). Runs, in the script's process on the Dagster home the UI
+(loaded with plain SQL, as dlt would), declared as an ``AssetSpec`` (``--asset lake/raw/orders``). Runs, in the script's process on the Dagster home the UI
 then reads: eight rounds of (materialize the asset, load orders, run the hourly monitor), with
 the nightly maintenance after rounds 3 and 6, then one more monitor run.
 
@@ -69,8 +69,12 @@ def events(config: Rows) -> pa.Table:
     return pa.table({"id": pa.array(range(config.rows), pa.int64())})
 
 
+# A table no asset produces (loaded as dlt would), declared so its page shows plots and checks.
+ORDERS = sd.srdp_table("lake", "raw", "orders", config=CFG)
+orders = dg.AssetSpec(key=ORDERS.key, metadata=ORDERS.metadata)
+
 defs = sd.add_srdp_definitions(
-    dg.Definitions(assets=[events]), CFG, io_manager=True, default_status=dg.DefaultScheduleStatus.STOPPED
+    dg.Definitions(assets=[events, orders]), CFG, io_manager=True, default_status=dg.DefaultScheduleStatus.STOPPED
 )
 '''
 
@@ -265,7 +269,11 @@ def main() -> int:
         print(f"{out}: {url} ({out.stat().st_size} bytes)")
     finally:
         os.killpg(server.pid, 15)
-        server.wait(timeout=60)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+            server.wait(timeout=30)
         log.close()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -267,3 +267,17 @@ def test_maintenance_observes_every_step_and_summarises_the_run(platform):
         "\nTop datasets by small files:\n\n| dataset | small files |\n|---|---:|\n"
         "| lake.main.loose | 4 |\n| lake.analytics.events | 1 |"
     )
+
+
+def test_a_declared_table_no_asset_produces_gets_the_checks_too(platform):
+    cfg = platform[0]
+    orders = sd.srdp_table("lake", "main", "loose", config=cfg)
+    app = dg.Definitions(assets=[dg.AssetSpec(key=orders.key, metadata=orders.metadata)])
+    assert sd.add_srdp_definitions(app, cfg).resolve_asset_graph().asset_check_keys == {
+        dg.AssetCheckKey(KEYS["main.loose"], "inlined_rows_under_threshold"),
+        dg.AssetCheckKey(KEYS["main.loose"], "small_files_under_limit"),
+    }
+    # health_checks=False leaves them out; an asset whose table name is not its key gets none.
+    assert sd.add_srdp_definitions(app, cfg, health_checks=False).resolve_asset_graph().asset_check_keys == set()
+    other = dg.AssetSpec(key="loose", metadata=orders.metadata)
+    assert sd.add_srdp_definitions(dg.Definitions(assets=[other]), cfg).resolve_asset_graph().asset_check_keys == set()
