@@ -8,10 +8,12 @@ under DuckLake's "Failed to initialize DuckLake"). srdp's attach retried that al
 attach through srdp's destination now retries it the same way (``srdp_retry_wait``), so no load
 fails for having started first.
 
-Three dlt loads (real dlt 1.31, srdp's helper, each into a raw schema of its own) and one srdp
-writer attach run in four processes.
-Each waits, at its first attach, until all four are there, so the attaches truly overlap (the
-wait wraps srdp's SQL client's ``open_connection``; DuckDB, DuckLake and dlt run as they are).
+The race is made certain: a PostgreSQL session plays the winner in flight (it has created the
+metadata schema and not committed yet) while three dlt loads (real dlt 1.31, srdp's helper, each
+into a raw schema of its own) and one srdp writer attach, in four processes, make their first
+attach; all four wait on the winner's schema and are refused when it commits, as the losers of a
+real race are. Each process is held, at its first attach, until the winner is in flight (the wait
+wraps srdp's SQL client's ``open_connection``; DuckDB, DuckLake and dlt run as they are).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 from conftest import PY
@@ -28,6 +31,8 @@ from test_dlt_postgres import new_database, pg_config, reader_secret
 import srdp
 
 LOADS = 3
+#: How long the winner keeps its metadata schema uncommitted: the four attaches wait on it.
+IN_FLIGHT_SECONDS = 4
 
 BARRIER = textwrap.dedent("""
     import os, sys, time
@@ -91,7 +96,7 @@ def test_first_loads_into_a_new_postgres_lake_all_succeed_when_they_attach_at_on
         f"DATABASE '{database}', USER '{servers.pg_superuser}', PASSWORD '{servers.pg_password}')"
     )
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    count = str(LOADS + 1)
+    count = str(LOADS + 2)  # the loads, the srdp attach, and the test's "go" once the winner is in flight
     processes = [
         subprocess.Popen(
             [PY, "-c", DLT_LOAD, str(cfg), servers.pg_password, str(folder), count, str(i), str(tmp_path / "p")],
@@ -103,7 +108,22 @@ def test_first_loads_into_a_new_postgres_lake_all_succeed_when_they_attach_at_on
         [PY, "-c", SRDP_ATTACH, str(cfg), writer_secret, str(folder), count],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
     ))
+    winner = subprocess.Popen(
+        [str(Path(servers.pg_bin) / "psql"), "-h", "127.0.0.1", "-p", str(servers.pg_port), "-U", servers.pg_superuser,
+         "-d", database, "-v", "ON_ERROR_STOP=1", "-qAt", "-c",
+         f"BEGIN; CREATE SCHEMA ducklake; SELECT pg_sleep({IN_FLIGHT_SECONDS}); COMMIT;"],
+        env={**os.environ, "PGPASSWORD": servers.pg_password}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 30
+    while servers.psql(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%CREATE SCHEMA ducklake%'"
+        " AND pid <> pg_backend_pid()"
+    ).split() != ["1"]:
+        assert time.monotonic() < deadline, "the winner's transaction never started"
+        time.sleep(0.05)
+    (folder / "go").touch()
     results = [(p.wait(timeout=300), *p.communicate()) for p in processes]
+    assert winner.wait(timeout=60) == 0, winner.communicate()
     failures = [err[-3000:] for code, _, err in results if code != 0]
     assert failures == [], failures
     assert [out.strip().splitlines()[-1] for _, out, _ in results] == ["loaded"] * LOADS + ["writer"]
