@@ -1,0 +1,15 @@
+# Ported from dbt-duckdb 1.11.1 (https://github.com/duckdb/dbt-duckdb), tests/functional/adapter/test_simple_snapshot.py,
+# Copyright the dbt-duckdb authors, Apache License 2.0 (see LICENSE-dbt-duckdb in this folder).
+# Run by srdp against the documented srdp dbt set-up (conftest.py); the file is unchanged below.
+from dbt.tests.adapter.simple_snapshot.test_snapshot import (
+    BaseSnapshotCheck,
+    BaseSimpleSnapshot,
+)
+
+
+class TestSimpleSnapshotDuckDB(BaseSimpleSnapshot):
+    pass
+
+
+class TestSnapshotCheckDuckDB(BaseSnapshotCheck):
+    pass
