@@ -109,6 +109,7 @@ bench: postgres release
 	$(PY) bench/bench_io.py
 	$(PY) bench/bench_steady.py
 	$(PY) bench/profile_steps.py
+	$(PY) bench/bench_health.py
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:
