@@ -21,6 +21,7 @@ import os
 
 os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"  # offline platform: dlt must not phone home
 
+import io  # noqa: E402
 import logging  # noqa: E402
 import secrets  # noqa: E402
 import traceback  # noqa: E402
@@ -91,8 +92,19 @@ reader_secret = "pg_reader"
         database,
     )
 
-    with pytest.raises(srdp_dlt.SrdpDltLoadError) as failed:
-        dest.run(pipeline, dlt.resource([{"id": i, "name": f"n{i}"} for i in range(5)], name="events"))
+    # A handler that cannot write (its stream closed: a test's or an app's left-over handler):
+    # Python's logging then prints the failure to stderr with the exception being handled, dlt's
+    # job failure, chained in; that text must not carry the password either.
+    closed = io.StringIO()
+    closed.close()
+    broken = logging.StreamHandler(closed)
+    logging.getLogger("dlt").addHandler(broken)
+    try:
+        with pytest.raises(srdp_dlt.SrdpDltLoadError) as failed:
+            dest.run(pipeline, dlt.resource([{"id": i, "name": f"n{i}"} for i in range(5)], name="events"))
+    finally:
+        logging.getLogger("dlt").removeHandler(broken)
+    assert logging.raiseExceptions is True  # srdp silenced logging errors for the load only
     error = failed.value
     message = str(error)
     assert message.startswith(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pickle
+import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -63,7 +64,8 @@ def secret_free_failure(target: DltDestination, pipeline: Pipeline, error: BaseE
 def secret_free_logs(target: DltDestination) -> Iterator[None]:
     """For the length of the block, every record dlt logs has the secrets given for ``target``
     replaced by ``***``, in its message and in its traceback (dlt logs a failed load job's
-    message, which may quote the catalog URL with the password, from its worker threads)."""
+    message, which may quote the catalog URL with the password, from its worker threads), and a
+    handler that fails to write a record stays silent (:func:`_silent_logging_errors`)."""
     secrets = secret_texts(target)
     if not secrets:
         yield
@@ -75,10 +77,38 @@ def secret_free_logs(target: DltDestination) -> Iterator[None]:
     for logger in loggers:
         logger.addFilter(redactor)
     try:
-        yield
+        with _silent_logging_errors():
+            yield
     finally:
         for logger in loggers:
             logger.removeFilter(redactor)
+
+
+_silenced = 0
+_silenced_lock = threading.Lock()
+_raise_exceptions_before = logging.raiseExceptions
+
+
+@contextlib.contextmanager
+def _silent_logging_errors() -> Iterator[None]:
+    """``logging.raiseExceptions`` off while any load runs. When a handler cannot write (its stream
+    closed), Python's logging prints the failure to stderr with the exception being handled
+    chained in: inside a failed dlt job that is dlt's own exception, whose text may quote the
+    catalog URL with the password, and no filter sees it. Loads may overlap in threads, so the
+    setting is restored when the last one ends."""
+    global _silenced, _raise_exceptions_before
+    with _silenced_lock:
+        if _silenced == 0:
+            _raise_exceptions_before = logging.raiseExceptions
+            logging.raiseExceptions = False
+        _silenced += 1
+    try:
+        yield
+    finally:
+        with _silenced_lock:
+            _silenced -= 1
+            if _silenced == 0:
+                logging.raiseExceptions = _raise_exceptions_before
 
 
 class _SecretFreeRecords(logging.Filter):
