@@ -27,6 +27,7 @@ database), without srdp, its package or its dispatch entry (the issue's middle c
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,16 @@ SRDP_TOML = """\
 metadata = "sqlite:{root}/catalog.sqlite"
 data_path = "{root}/data/"
 {schemas}"""
+
+
+@pytest.fixture(scope="class")
+def logs_dir(prefix: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """dbt's logs of one class in a temporary folder (dbt-tests-adapter's own fixture writes them
+    under ``<rootdir>/logs/``, inside the checkout)."""
+    folder = tmp_path_factory.mktemp("dbt-logs") / prefix
+    os.environ["DBT_LOG_PATH"] = str(folder)
+    yield str(folder)
+    del os.environ["DBT_LOG_PATH"]
 
 
 @pytest.fixture(scope="class")
