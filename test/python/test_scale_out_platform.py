@@ -98,13 +98,12 @@ def order_sizes(orders: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"big": [int((orders["amount"] > 25).sum())], "small": [int((orders["amount"] <= 25).sum())]})
 
 
-# One process for the steps: a brand-new lake is created by its first writer attach, and dlt's own
-# attach does not retry losing that creation race to the IO manager's (srdp's attach does).
+# Dagster's default executor, as the README's definitions: the steps run in parallel processes, and
+# the first ones both create the brand-new lake (dlt's attach and srdp's retry that race).
 defs = add_srdp_definitions(
     dg.Definitions(
         assets=[shop_assets, orders, order_sizes],
         resources={"dlt": DagsterDltResource()},
-        executor=dg.in_process_executor,
     ),
     CONFIG,
     io_manager=True,
