@@ -101,6 +101,28 @@ data_path = "{root}/data/"
 {schemas}"""
 
 
+@pytest.fixture(scope="class", autouse=True)
+def fresh_dbt_adapter() -> Iterator[None]:
+    """Each class starts and ends with no dbt adapter in the process. dbt keeps its adapters, and
+    dbt-duckdb its DuckDB environment, per process: an earlier test in this worker that built an
+    adapter in-process (dagster-dbt does, for relation names) left them holding its own profile,
+    and a class's first query ran on that test's connection."""
+    _reset_dbt_adapters()
+    yield
+    _reset_dbt_adapters()
+
+
+def _reset_dbt_adapters() -> None:
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    from dbt.adapters.factory import reset_adapters
+
+    reset_adapters()
+    with DuckDBConnectionManager._LOCK:
+        if DuckDBConnectionManager._ENV is not None:
+            DuckDBConnectionManager._ENV.close()
+            DuckDBConnectionManager._ENV = None
+
+
 @pytest.fixture(scope="class")
 def logs_dir(prefix: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """dbt's logs of one class in a temporary folder (dbt-tests-adapter's own fixture writes them
