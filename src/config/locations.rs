@@ -18,7 +18,8 @@
 //! For other object stores (`gs://`, `az://`, ...), which [`canonical`] does not know,
 //! [`comparable`] falls back to the scheme lower-cased and the rest as written.
 
-use std::path::{Component, Path, PathBuf};
+use super::paths::lexical;
+use std::path::{Path, PathBuf};
 
 /// The S3 schemes, all one store (`s3a` and `s3n` are Hadoop's names for it).
 const S3_SCHEMES: [&str; 3] = ["s3", "s3a", "s3n"];
@@ -140,21 +141,6 @@ fn local(path: &Path) -> String {
     let real = resolve_symlinks(&lexical(&absolute));
     let text = real.display().to_string();
     format!("file://{}/", text.trim_end_matches('/'))
-}
-
-/// `.`, `..` and `//` folded without looking at the file system (`..` of `/` is `/`).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// `path` with the symlinks of its longest existing prefix resolved (the rest does not exist

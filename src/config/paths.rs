@@ -18,9 +18,13 @@ pub fn is_url(s: &str) -> bool {
 
 /// `p` made absolute against `base` and normalised lexically (`.` and `..` removed).
 pub fn resolve(base: &Path, p: &str) -> PathBuf {
-    let joined = base.join(p);
+    lexical(&base.join(p))
+}
+
+/// `.`, `..` and `//` folded without looking at the file system (`..` of `/` is `/`).
+pub(super) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
-    for c in joined.components() {
+    for c in path.components() {
         match c {
             Component::ParentDir => {
                 out.pop();
