@@ -12,7 +12,7 @@ import duckdb
 from pydantic import Field
 
 import srdp
-from srdp.lake.session import secret_problem
+from srdp.lake.session import create_secret
 
 __all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SecretStatementError", "SrdpResource"]
 
@@ -60,12 +60,7 @@ class SrdpResource(dg.ConfigurableResource):
         """Runs each statement of ``secrets`` on ``con``; the first bad one is refused by its
         index, with neither its text nor DuckDB's message (which quotes it), and no chained cause."""
         for index, statement in enumerate(self.secrets):
-            problem = secret_problem(con, statement)
-            if problem is None:
-                try:
-                    con.execute(statement)
-                except duckdb.Error as error:
-                    problem = f"DuckDB refused it ({type(error).__name__})"
+            problem = create_secret(con, statement)
             if problem is not None:
                 raise SecretStatementError(f"SrdpResource secrets[{index}]: {problem}; {_NOT_SHOWN}")
 

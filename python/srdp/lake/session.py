@@ -33,7 +33,7 @@ from srdp.lake.frames import Source, column_names
 from srdp.lake.names import TableRef, quote
 from srdp.lake.slices import Slice
 
-__all__ = ["LakeSession", "WritePlan", "WriteResult", "lossless", "secret_problem"]
+__all__ = ["LakeSession", "WritePlan", "WriteResult", "create_secret", "lossless", "secret_problem"]
 
 #: DuckLake's lossless type promotions (source type -> types it may become).
 _PROMOTIONS: dict[str, set[str]] = {
@@ -165,12 +165,7 @@ class LakeSession:
                 digest = hashlib.sha256(statement.encode()).hexdigest()
                 if digest in self._secrets:
                     continue
-                problem = secret_problem(self.con, statement)
-                if problem is None:
-                    try:
-                        self.con.execute(statement)
-                    except duckdb.Error as error:
-                        problem = f"DuckDB refused it ({type(error).__name__})"
+                problem = create_secret(self.con, statement)
                 if problem is not None:
                     raise LakeError(
                         f"SrdpIOManager secrets[{index}]: {problem}; the statement and DuckDB's "
@@ -450,6 +445,19 @@ class LakeSession:
             if self.columns(table) is None:
                 raise LakeError(f"{table.name} does not exist; materialize its asset first") from None
             raise
+
+
+def create_secret(con: duckdb.DuckDBPyConnection, statement: str) -> str | None:
+    """Runs ``statement`` on ``con`` when it is one CREATE SECRET statement; otherwise, or when
+    DuckDB refuses it, why not (never quoting the statement or DuckDB's message, which hold
+    credentials)."""
+    problem = secret_problem(con, statement)
+    if problem is None:
+        try:
+            con.execute(statement)
+        except duckdb.Error as error:
+            problem = f"DuckDB refused it ({type(error).__name__})"
+    return problem
 
 
 def secret_problem(con: duckdb.DuckDBPyConnection, statement: str) -> str | None:
