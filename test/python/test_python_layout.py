@@ -221,3 +221,69 @@ def test_no_two_srdp_packages_import_each_other() -> None:
     # The write core is the bottom: it imports no other subpackage, and both wings use it.
     assert "lake" not in edges
     assert {"lake"} <= edges["ingest"] and {"lake", "ingest"} <= edges["dagster"]
+
+
+def _dlt_helper_import_graph() -> dict[str, set[str]]:
+    """The modules of ``srdp.ingest.dlt`` (by file name, the package's ``__init__`` excluded: it is
+    the facade that re-exports them) and the sibling modules each one imports ANYWHERE in its
+    text: at module level, under ``if TYPE_CHECKING:`` and in function bodies. A type-only import
+    is an edge too: the module cannot be read without the other."""
+    root = REPO / "python" / "srdp" / "ingest" / "dlt"
+    modules = {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module in modules:
+        for node in ast.walk(ast.parse((root / f"{module}.py").read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                base = node.module if node.level == 0 else "srdp.ingest.dlt." + node.module
+                if node.level not in (0, 1):
+                    continue
+                names = [base] + [f"{base}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                bits = name.split(".")
+                if bits[:3] == ["srdp", "ingest", "dlt"] and len(bits) > 3 and bits[3] in modules:
+                    if bits[3] != module:
+                        graph[module].add(bits[3])
+    return graph
+
+
+def _first_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One circle of ``graph`` as ``[a, b, ..., a]`` (sorted walk, so the answer is stable), or ``[]``."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = 2
+        path.pop()
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def test_the_cycle_finder_sees_a_circle() -> None:
+    # The control for the test below: the same finder reports a circle when there is one.
+    assert _first_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _first_cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_dlt_helpers_modules_import_each_other_without_a_circle() -> None:
+    graph = _dlt_helper_import_graph()
+    assert _first_cycle(graph) == []
+    # The value type is below every step; the steps use it, and only the top builds destinations.
+    assert graph["target"] <= {"errors"}
+    steps = ("credentials", "guard", "load", "redact", "rules")
+    assert {s for s in steps if "target" not in graph[s]} == set()
+    assert [m for m in graph if "destination" in graph[m]] == []
+    assert {"target", *steps} <= graph["destination"]

@@ -2,7 +2,7 @@
 
 :func:`srdp_dlt_assets` builds dagster-dlt's assets (one per resource) plus one asset per child
 table the resources declare (dlt ``nested_hints``: ``orders__items``): each materialization runs
-the helper's one load sequence (:func:`srdp.ingest.dlt.load.prepare_load`), and every asset
+the helper's one load sequence (:func:`srdp.ingest.dlt.destination.prepare_load`), and every asset
 carries ``dagster/table_name`` = its physical table. :class:`SrdpDltTranslator` keys each asset
 by that name's parts (``lake/raw/orders``, the key srdp's dbt translator gives the dbt source of
 the same table) and drops the synthetic ``<source>_<resource>`` upstream dependency dagster-dlt
@@ -24,8 +24,7 @@ from dlt.extract import DltResource, DltSource
 from dlt.pipeline.pipeline import Pipeline
 
 from srdp.dagster.lineage import TABLE_NAME_KEY, table_asset_key
-from srdp.ingest.dlt.destination import DltDestination
-from srdp.ingest.dlt.load import prepare_load
+from srdp.ingest.dlt.destination import DltDestination, prepare_load
 
 __all__ = ["SrdpDltTranslator", "srdp_dlt_assets"]
 

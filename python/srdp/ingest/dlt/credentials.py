@@ -7,8 +7,6 @@ credentials built here (:class:`Password` keeps the password out of every ``repr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dlt.common.configuration.specs.connection_string_credentials import ConnectionStringCredentials
 from dlt.common.storages.configuration import FilesystemConfiguration
 from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
@@ -16,32 +14,12 @@ from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
 import srdp
 from srdp.ingest.dlt.errors import SrdpDltError
 
-if TYPE_CHECKING:
-    from srdp.ingest.dlt.destination import DltDestination
+from srdp.ingest.dlt.target import DltTarget, Password
 
 __all__ = ["Password", "ducklake_credentials"]
 
 
-class Password:
-    """A password that never shows itself: ``repr`` and ``str`` are ``'***'``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        if not isinstance(value, str) or not value:
-            raise SrdpDltError("srdp.ingest.dlt: catalog_password must be a non-empty string")
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "'***'"
-
-    __str__ = __repr__
-
-
-def ducklake_credentials(target: DltDestination) -> DuckLakeCredentials:
+def ducklake_credentials(target: DltTarget) -> DuckLakeCredentials:
     """dlt's DuckLake credentials: the lake srdp attaches, offline, with srdp's inlining limit.
 
     For a PostgreSQL catalog they carry the metadata schema from srdp.toml and the user and
@@ -66,7 +44,7 @@ def ducklake_credentials(target: DltDestination) -> DuckLakeCredentials:
     return creds
 
 
-def _catalog(target: DltDestination) -> str | ConnectionStringCredentials:
+def _catalog(target: DltTarget) -> str | ConnectionStringCredentials:
     """dlt's ``catalog``: srdp's URL, plus user and password for PostgreSQL."""
     if not target.is_postgres:
         return target.catalog_url
@@ -98,7 +76,7 @@ def _catalog(target: DltDestination) -> str | ConnectionStringCredentials:
     return catalog
 
 
-def _storage(target: DltDestination) -> str | FilesystemConfiguration:
+def _storage(target: DltTarget) -> str | FilesystemConfiguration:
     """dlt's ``storage``: srdp's URL, plus the storage credentials when given."""
     if target.storage_credentials is None:
         return target.storage_url
@@ -111,7 +89,7 @@ def _storage(target: DltDestination) -> str | FilesystemConfiguration:
     return FilesystemConfiguration(bucket_url=target.storage_url, credentials=target.storage_credentials)
 
 
-def _check_quotes(target: DltDestination) -> None:
+def _check_quotes(target: DltTarget) -> None:
     """Refuses storage credentials with a single quote in a text field: dlt 1.31 writes them
     unescaped into DuckDB's ``CREATE SECRET`` on every connection, which then fails with a syntax
     error that quotes the rest of the value (part of a secret, in the error, the trace and the

@@ -1,22 +1,24 @@
 """Where and how dlt loads a dataset: srdp's answer (``srdp_dlt_destination``), and the entry points.
 
-* :class:`DestinationOptions`: what a caller asks for (catalog, layer or schema, project,
-  writer) and the credentials only dlt gets; :func:`destination` and :func:`pipeline` take them.
-* :class:`DltDestination`: one row of ``srdp_dlt_destination`` plus those options; its methods
+The top of ``srdp.ingest.dlt``: it builds the value (:class:`~.target.DltTarget`, with
+:class:`~.target.DestinationOptions`, what a caller asks for) from srdp's answer and adds the verbs;
+the steps below take the value and never import this module.
+
+* :class:`DltDestination`: one row of ``srdp_dlt_destination`` plus the options; its methods
   hand each concern to its module (:mod:`.credentials`, :mod:`.rules`, :mod:`.guard`,
   :mod:`.redact`, :mod:`.load`).
-* :func:`destination`, :func:`pipeline`, :func:`run`: the helper's entry points.
+* :func:`destination`, :func:`pipeline`, :func:`run`: the helper's entry points;
+  :func:`prepare_load`: the load sequence they and the Dagster assets share.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import dlt
@@ -30,109 +32,20 @@ from dlt.pipeline.pipeline import Pipeline
 import srdp
 from srdp.ingest.dlt import guard, redact, rules
 from srdp.ingest.dlt.audited import SrdpDuckLake
-from srdp.ingest.dlt.credentials import Password, ducklake_credentials
+from srdp.ingest.dlt.credentials import ducklake_credentials
 from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltLoadError
-from srdp.ingest.dlt.load import LOGGER, prepare_load
+from srdp.ingest.dlt.load import LOGGER, PreparedLoad
+from srdp.ingest.dlt.target import OPTION_NAMES, DestinationOptions, DltTarget, Password
 
-__all__ = ["DestinationOptions", "DltDestination", "destination", "pipeline", "run"]
-
-
-@dataclass(frozen=True)
-class DestinationOptions:
-    """The keyword arguments of :func:`destination` (and of :func:`pipeline`), typed once."""
-
-    config: str | os.PathLike[str] | None = None
-    """The srdp.toml path; ``None``: srdp finds the file itself (``SRDP_CONFIG``, ``./srdp.toml``)."""
-    layer: str | None = None
-    """The layer loaded (default ``raw``, unless ``schema_name`` names the schema)."""
-    schema_name: str | None = None
-    project: str | None = None
-    """A tenant project, whose datasets are ``<project>_<layer>``."""
-    writer: str = "dlt"
-    catalog_user: str | None = None
-    """PostgreSQL catalogs: the user dlt connects as (default: the ``user`` of the libpq string)."""
-    catalog_password: Password | None = None
-    """PostgreSQL catalogs: the writer role's password, shown as ``'***'``."""
-    storage_credentials: Any = field(default=None, repr=False)
-    """Object-store data paths: dlt's credentials for the storage; ``None``: dlt resolves its own."""
-
-    def srdp_arguments(self) -> dict[str, str | None]:
-        """The named arguments of ``srdp_dlt_destination`` (``None`` = srdp's default)."""
-        return {"layer": self.layer, "schema_name": self.schema_name, "project": self.project, "writer": self.writer}
-
-
-_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(DestinationOptions))
+__all__ = ["DestinationOptions", "DltDestination", "destination", "pipeline", "prepare_load", "run"]
 
 
 @dataclass(frozen=True)
-class DltDestination:
-    """Where and how dlt loads one dataset of one catalog: one row of ``srdp_dlt_destination``.
-
-    Build it with :func:`destination`. ``write_disposition`` and ``schema_contract`` are what the
-    rules impose (``None`` = not constrained, because the rule is relaxed or the layer is not raw);
-    ``warnings`` has one text per relaxed rule, logged on every load.
-    """
-
-    catalog: str
-    attach_name: str
-    catalog_url: str | None
-    metadata_schema: str | None
-    storage_url: str
-    dataset_name: str
-    layer: str
-    writer: str
-    owner: str | None
-    write_disposition: str | None
-    schema_contract: Mapping[str, str] | None
-    data_inlining_row_limit: int
-    warnings: tuple[str, ...]
-    config_path: str
-    """The srdp.toml every decision came from (absolute)."""
-    destination_type: str = "ducklake"
-    """``ducklake`` (the strict way, into DuckLake) or ``filesystem`` (the landing zone)."""
-    file_format: str | None = None
-    """The landing zone's file format (``parquet``); ``None`` for DuckLake."""
-    layout: str | None = None
-    """dlt's filesystem layout in the landing zone; ``None`` for DuckLake."""
-    promote_into: str | None = None
-    """The landing zone: the DuckLake schema its loads are promoted into (by the IO manager)."""
-    options: DestinationOptions = field(default_factory=DestinationOptions, compare=False)
-    """What :func:`destination` was asked, so :meth:`refresh` can ask again; credentials included."""
-    relax_with: Mapping[str, str] = field(default_factory=dict, compare=False)
-    """Per rule, srdp's text for the line that relaxes it (``srdp_rules``' ``relax_with``)."""
-
-    @property
-    def catalog_user(self) -> str | None:
-        """PostgreSQL catalogs: the user dlt connects as (default: the ``user`` of the libpq string in
-        srdp.toml, which usually names none because the DuckDB secrets hold it)."""
-        return self.options.catalog_user
-
-    @property
-    def catalog_password(self) -> Password | None:
-        """PostgreSQL catalogs: the writer role's password (shown as ``'***'``), only ever handed to
-        dlt's in-memory credentials."""
-        return self.options.catalog_password
-
-    @property
-    def storage_credentials(self) -> Any:
-        """Object-store data paths: dlt's credentials for the storage (``AwsCredentials(...)``);
-        ``None`` lets dlt resolve them from its own configuration."""
-        return self.options.storage_credentials
-
-    @property
-    def is_postgres(self) -> bool:
-        """The catalog keeps its metadata in PostgreSQL (dlt then needs a user and a password)."""
-        return (self.catalog_url or "").startswith(("postgres:", "postgresql:"))
-
-    @property
-    def is_landing(self) -> bool:
-        """The landing zone: dlt's filesystem destination, outside DuckLake (the quarantine way)."""
-        return self.destination_type == "filesystem"
-
-    @property
-    def landing_url(self) -> str:
-        """The landing zone's dataset folder, ``<landing_path>/<dataset>/`` (a URL)."""
-        return self.storage_url.rstrip("/") + "/" + self.dataset_name + "/"
+class DltDestination(DltTarget):
+    """Where and how dlt loads one dataset of one catalog (a :class:`~.target.DltTarget`), with the
+    verbs: ask srdp again, build dlt's destination and pipeline, load. Build it with
+    :func:`destination`; each verb hands its concern to its module (:mod:`.credentials`,
+    :mod:`.rules`, :mod:`.guard`, :mod:`.redact`, :mod:`.load`)."""
 
     # -- srdp -------------------------------------------------------------------------------
 
@@ -221,8 +134,7 @@ class DltDestination:
 
     def log_warnings(self, log: logging.Logger | Any = LOGGER) -> None:
         """Logs one warning per relaxed rule (``log.warning``); called on every load."""
-        for warning in self.warnings:
-            log.warning(warning)
+        super().log_warnings(log)
 
     def run(self, pipeline: Pipeline, data: Any, **kwargs: Any) -> LoadInfo:
         """Loads ``data`` with ``pipeline`` after asking srdp again (:func:`.load.prepare_load`).
@@ -281,7 +193,7 @@ def pipeline(pipeline_name: str, catalog: str, **kwargs: Any) -> Pipeline:
     """``destination(catalog, ...).pipeline(pipeline_name, ...)`` in one call: the keyword
     arguments named like :class:`DestinationOptions`'s fields go to :func:`destination`, the
     others to ``dlt.pipeline``."""
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTION_NAMES}
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
     return destination(catalog, **options).pipeline(pipeline_name, **kwargs)
 
 
@@ -294,6 +206,26 @@ def run(pipeline: Pipeline, data: Any, *, destination: DltDestination | None = N
             "build it with srdp.ingest.dlt.pipeline(...) or pass destination="
         )
     return target.run(pipeline, data, **kwargs)
+
+
+def prepare_load(
+    target: DltDestination,
+    pipeline: Pipeline,
+    resources: Iterable[DltResource],
+    arguments: Mapping[str, Any],
+    log: logging.Logger | Any = LOGGER,
+) -> PreparedLoad:
+    """Everything before dlt runs, in order: read srdp.toml and check the writer again (srdp
+    errors surface as ``duckdb.Error``), check the pipeline's destination, apply the rules to
+    ``resources`` and ``arguments`` (refusals change nothing in the lake), log one warning per
+    relaxed rule on ``log``, create the lake if missing. The one load sequence of
+    :meth:`DltDestination.run` and the Dagster assets of :mod:`srdp.dagster.dlt_assets`."""
+    current = target.refresh()
+    current.check_pipeline(pipeline)
+    allowed = current.load_arguments(resources, **arguments)
+    current.log_warnings(log)
+    current.prepare()
+    return PreparedLoad(current, pipeline, allowed)
 
 
 def _ask(catalog: str, options: DestinationOptions, config: str | os.PathLike[str] | None) -> DltDestination:

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dlt
 from dlt.common.destination import Destination
@@ -20,8 +20,7 @@ from srdp.ingest.dlt.audited import SrdpDuckLake
 from srdp.ingest.dlt.errors import SrdpDltError
 from srdp.locations import canonical
 
-if TYPE_CHECKING:
-    from srdp.ingest.dlt.destination import DltDestination
+from srdp.ingest.dlt.target import DltTarget
 
 __all__ = ["check_not_filesystem", "check_pipeline"]
 
@@ -63,7 +62,7 @@ def check_not_filesystem(
             )
 
 
-def check_pipeline(target: DltDestination, pipeline: Pipeline) -> None:
+def check_pipeline(target: DltTarget, pipeline: Pipeline) -> None:
     """Refuses a pipeline that does not load into ``target``'s dataset (say, a ``filesystem``
     pipeline pointed at the data path), or loads it with another destination than the helper's
     (dlt's plain ``ducklake`` would leave its writes without a commit author)."""

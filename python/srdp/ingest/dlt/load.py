@@ -1,8 +1,8 @@
-"""The load sequence, written once for every load path (:meth:`DltDestination.run` and the
+"""A load srdp allowed, run once for every load path (:meth:`DltDestination.run` and the
 Dagster assets of :mod:`srdp.dagster.dlt_assets`).
 
-:func:`prepare_load` asks srdp again and applies everything srdp.toml says before dlt runs;
-:class:`PreparedLoad` then runs dlt and turns a failure whose text holds a secret into
+:func:`srdp.ingest.dlt.destination.prepare_load` asks srdp again and applies everything srdp.toml
+says before dlt runs; :class:`PreparedLoad` then runs dlt and turns a failure whose text holds a secret into
 :class:`SrdpDltLoadError`, redacted, without dlt's exception attached, and dlt's refusal of a type
 change under ``raw_validated`` into :class:`SrdpDltValidationError`, which says what to do.
 """
@@ -10,21 +10,19 @@ change under ``raw_validated`` into :class:`SrdpDltValidationError`, which says 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from dlt.common.pipeline import LoadInfo
-from dlt.extract import DltResource
 from dlt.pipeline.pipeline import Pipeline
 
 from srdp.ingest.dlt import rules
-from srdp.ingest.dlt.redact import secret_free_logs
+from srdp.ingest.dlt.redact import secret_free_failure, secret_free_logs
 
-if TYPE_CHECKING:
-    from srdp.ingest.dlt.destination import DltDestination
+from srdp.ingest.dlt.target import DltTarget
 
-__all__ = ["LOGGER", "PreparedLoad", "prepare_load"]
+__all__ = ["LOGGER", "PreparedLoad"]
 
 #: Where relaxed rules are logged outside Dagster (one warning per rule on every load).
 LOGGER = logging.getLogger("srdp.ingest.dlt")
@@ -37,7 +35,7 @@ class PreparedLoad:
     """A load srdp allows now: ``destination`` as srdp describes it at this moment, the pipeline,
     and the keyword arguments of the dlt call under the rules."""
 
-    destination: DltDestination
+    destination: DltTarget
     pipeline: Pipeline
     arguments: dict[str, Any]
 
@@ -61,7 +59,7 @@ class PreparedLoad:
             with secret_free_logs(self.destination):
                 yield from events()
         except Exception as error:
-            failure = self.destination.secret_free_failure(self.pipeline, error)
+            failure = secret_free_failure(self.destination, self.pipeline, error)
             if failure is None:
                 violation = rules.validation_failure(
                     self.destination, self.pipeline, error, retried_by_next_run=retried_by_next_run
@@ -73,21 +71,3 @@ class PreparedLoad:
         if failure is not None:
             raise failure
 
-
-def prepare_load(
-    target: DltDestination,
-    pipeline: Pipeline,
-    resources: Iterable[DltResource],
-    arguments: Mapping[str, Any],
-    log: logging.Logger | Any = LOGGER,
-) -> PreparedLoad:
-    """Everything before dlt runs, in order: read srdp.toml and check the writer again (srdp
-    errors surface as ``duckdb.Error``), check the pipeline's destination, apply the rules to
-    ``resources`` and ``arguments`` (refusals change nothing in the lake), log one warning per
-    relaxed rule on ``log``, create the lake if missing."""
-    current = target.refresh()
-    current.check_pipeline(pipeline)
-    allowed = current.load_arguments(resources, **arguments)
-    current.log_warnings(log)
-    current.prepare()
-    return PreparedLoad(current, pipeline, allowed)

@@ -18,7 +18,7 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 from dlt.common import logger as dlt_logger
@@ -28,8 +28,7 @@ from dlt.pipeline.trace import TRACE_FILE_NAME, save_trace
 
 from srdp.ingest.dlt.errors import SrdpDltLoadError
 
-if TYPE_CHECKING:
-    from srdp.ingest.dlt.destination import DltDestination
+from srdp.ingest.dlt.target import DltTarget
 
 __all__ = ["secret_free_failure", "secret_free_logs", "secret_texts"]
 
@@ -37,7 +36,7 @@ __all__ = ["secret_free_failure", "secret_free_logs", "secret_texts"]
 DLT_LOGGER = "dlt"
 
 
-def secret_free_failure(target: DltDestination, pipeline: Pipeline, error: BaseException) -> SrdpDltLoadError | None:
+def secret_free_failure(target: DltTarget, pipeline: Pipeline, error: BaseException) -> SrdpDltLoadError | None:
     """``None`` when ``error`` (with its causes) holds none of the secrets given for ``target``;
     otherwise :class:`SrdpDltLoadError` with dlt's text redacted, after redacting dlt's trace
     of the run (``trace.pickle``) and failed-job messages in the pipeline's working folder."""
@@ -61,7 +60,7 @@ def secret_free_failure(target: DltDestination, pipeline: Pipeline, error: BaseE
 
 
 @contextlib.contextmanager
-def secret_free_logs(target: DltDestination) -> Iterator[None]:
+def secret_free_logs(target: DltTarget) -> Iterator[None]:
     """For the length of the block, every record dlt logs has the secrets given for ``target``
     replaced by ``***``, in its message and in its traceback (dlt logs a failed load job's
     message, which may quote the catalog URL with the password, from its worker threads), and a
@@ -135,7 +134,7 @@ class _SecretFreeRecords(logging.Filter):
         return True
 
 
-def secret_texts(target: DltDestination) -> list[str]:
+def secret_texts(target: DltTarget) -> list[str]:
     """The secrets given for ``target`` in every form dlt or libpq may print, longest first."""
     texts: set[str] = set()
     if target.catalog_password is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dlt.common.schema.exceptions import DataValidationError
 from dlt.extract import DltResource, DltSource
@@ -24,8 +24,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltValidationError
 
-if TYPE_CHECKING:
-    from srdp.ingest.dlt.destination import DltDestination
+from srdp.ingest.dlt.target import DltTarget
 
 __all__ = ["load_arguments", "refuse_overrides", "resources_of", "validation_failure"]
 
@@ -41,7 +40,7 @@ def refuse_overrides(kwargs: Mapping[str, Any], where: str) -> None:
 
 
 def load_arguments(
-    target: DltDestination, resources: Iterable[DltResource], kwargs: Mapping[str, Any]
+    target: DltTarget, resources: Iterable[DltResource], kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The keyword arguments of ``pipeline.run`` under the rules, or :class:`SrdpDltError`.
 
@@ -92,7 +91,7 @@ def load_arguments(
 
 
 def validation_failure(
-    target: DltDestination, pipeline: Pipeline, error: BaseException, *, retried_by_next_run: bool
+    target: DltTarget, pipeline: Pipeline, error: BaseException, *, retried_by_next_run: bool
 ) -> SrdpDltValidationError | None:
     """:class:`SrdpDltValidationError` when ``error`` is dlt refusing a type change under
     ``raw_validated`` (a ``data_type`` ``freeze`` violation while the rule is on), else ``None``.
@@ -167,7 +166,7 @@ def _contract(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def _refusal(target: DltDestination, rule: str, what: str, instead: str) -> str:
+def _refusal(target: DltTarget, rule: str, what: str, instead: str) -> str:
     return (
         f"srdp.ingest.dlt: rule {rule} refuses this load into {target.catalog}.{target.dataset_name}: "
         f"{what}. Either {instead}, or relax the rule with {target.relax_with[rule]} (every load "
