@@ -9,8 +9,9 @@ Commands:
   extension wheels first, outside a checkout), for a DuckDB CLI's ``SET extension_directory``.
 * ``dbt-package-path``: prints the folder of srdp's dbt package, for a dbt project's
   ``packages.yml`` (``- local: <path>``).
-* ``doctor [--config srdp.toml] [--role writer|reader]``: checks versions, extension,
-  extension directory, definition and each catalog's attach (:mod:`srdp.doctor`).
+* ``doctor [--config srdp.toml] [--role writer|reader] [--create]``: checks versions, extension,
+  extension directory, definition, each catalog's attach and the importable extras
+  (:mod:`srdp.doctor`); read-only unless ``--create``.
 
 A command is a function ``(args) -> int`` registered by an ``_add_<command>`` function in
 :func:`parser`; errors a command expects are printed as ``srdp <command>: <message>`` with exit
@@ -152,14 +153,20 @@ def _add_doctor(commands: argparse._SubParsersAction) -> None:
         "doctor",
         help="check that this environment can use srdp with a definition file",
         description="Prints the versions, then one line per check: the extension directory, the "
-        "extension file (found, loads), the definition file and its catalogs, and each catalog's "
-        "attach as writer and as reader (a writer's attach creates a lake that does not exist "
-        "yet). Exit status 0 when every check passes, 1 otherwise.",
+        "extension file (found, loads), the definition file and its catalogs, each catalog's "
+        "attach as writer and as reader, and which extras (dagster, dbt, dlt, ingest, pandas, "
+        "polars) are importable. Read-only: a lake that does not exist yet is reported as not "
+        "created, and only --create lets the writer's attach create it. Exit status 0 when every "
+        "check passes, 1 otherwise.",
     )
     command.add_argument("--config", type=Path, help="srdp.toml (default: $SRDP_CONFIG or ./srdp.toml)")
     command.add_argument(
         "--role", choices=["writer", "reader"], action="append",
         help="check only this role's attach (repeatable; default: writer, then reader)",
+    )
+    command.add_argument(
+        "--create", action="store_true",
+        help="let the writer's attach create each lake that does not exist yet (default: report it, create nothing)",
     )
     command.set_defaults(run=_doctor)
 
@@ -167,7 +174,7 @@ def _add_doctor(commands: argparse._SubParsersAction) -> None:
 def _doctor(args: argparse.Namespace) -> int:
     from srdp.doctor import ROLES, report
 
-    failed, total = report(args.config, tuple(args.role or ROLES), lambda line: print(line, flush=True))
+    failed, total = report(args.config, tuple(args.role or ROLES), lambda line: print(line, flush=True), args.create)
     if failed:
         raise CommandError(f"{failed} of {total} checks failed")
     print(f"all {total} checks passed")

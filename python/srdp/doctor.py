@@ -1,5 +1,7 @@
 """``python -m srdp doctor``: is this environment ready to use srdp with a definition file?
 
+Read-only unless ``--create`` is given: it never creates a lake, a folder or a file.
+
 Checks, in order, each printed as one line (``ok   <subject>: <detail>`` or
 ``FAIL <subject>: <what is wrong or missing>``):
 
@@ -8,9 +10,16 @@ Checks, in order, each printed as one line (``ok   <subject>: <detail>`` or
 2. ``extension``: the srdp file is found (and from where) and loads into this DuckDB;
 3. ``config``: the definition file (``--config``, else what srdp finds: ``$SRDP_CONFIG`` or
    ``./srdp.toml``) is valid, and which catalogs it defines (``srdp_catalogs()``);
-4. ``catalog <name>``: ``srdp_attach_catalog`` as each role asked for (writer, then reader), each
-   on its own in-memory connection. Attaching as writer creates a lake that does not exist yet,
-   as any writer's first attach does; ``--role reader`` checks the reader only.
+4. ``catalog <name>``: first a reader's ``srdp_attach_catalog`` (which never creates anything)
+   tells whether the lake exists. A lake that does not exist yet is one line, "not created yet
+   (the writer's first attach creates it...)", and no attach as writer is tried, since that would
+   create it; ``create=True`` (``--create``) lets the writer's attach create it. An existing lake
+   is attached as each role asked for (writer, then reader), each on its own in-memory connection.
+   When the reader's attach fails for another reason on a PostgreSQL catalog, whether the lake
+   exists is unknown, so the writer is not checked without ``--create``;
+5. ``extras``: which extras of the srdp wheel (dagster, dbt, dlt, ingest, pandas, polars) can be
+   imported, and the ``pip install`` line of each one that cannot (always ``ok``: an extra is
+   optional). Reported even when an earlier check failed.
 
 A check that cannot run because an earlier one failed is not run. The first line gives the
 versions of srdp, DuckDB and Python. Messages come from srdp, which redacts secrets.
@@ -18,9 +27,11 @@ versions of srdp, DuckDB and Python. Messages come from srdp, which redacts secr
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -30,10 +41,29 @@ import duckdb
 import srdp
 from srdp import extension_wheels, install
 
-__all__ = ["Check", "ROLES", "checks", "report", "versions"]
+__all__ = ["Check", "EXTRA_MODULES", "NOT_CREATED", "ROLES", "checks", "extras", "report", "versions"]
 
-#: Roles checked by default, in this order (the writer creates a lake the reader then finds).
+#: Roles checked by default, in this order.
 ROLES = ("writer", "reader")
+
+#: What doctor says of a catalog whose lake does not exist yet (and that it left alone).
+NOT_CREATED = "not created yet (the writer's first attach creates it; --create creates it now)"
+
+#: Extra of ``pip install 'srdp[<extra>]'`` -> the modules it makes importable (pyproject.toml).
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "dagster": ("dagster", "pyarrow"),
+    "dbt": ("dagster_dbt", "dbt.adapters.duckdb", "pyarrow"),
+    "dlt": ("dlt",),
+    "ingest": ("dlt", "dagster", "dagster_dlt", "pyarrow"),
+    "pandas": ("pandas", "pyarrow"),
+    "polars": ("polars", "pyarrow"),
+}
+
+# srdp's own messages of a reader attach that found no lake (src/error.rs: LakeMissing,
+# LakeNotInitialised) and DuckLake's of a read-only attach of an empty PostgreSQL database.
+_NO_LAKE = re.compile(
+    r"has no lake yet: |is not initialised yet: |creating a new DuckLake is explicitly disabled"
+)
 
 
 @dataclass(frozen=True)
@@ -59,8 +89,16 @@ def versions() -> str:
     return f"srdp {package} at {where}; DuckDB {duckdb.__version__}; Python {python} at {sys.prefix}"
 
 
-def checks(config: Path | None, roles: Sequence[str] = ROLES) -> Iterator[Check]:
-    """The checks of the module docstring, as they run (so a caller can print each at once)."""
+def checks(config: Path | None, roles: Sequence[str] = ROLES, create: bool = False) -> Iterator[Check]:
+    """The checks of the module docstring, as they run (so a caller can print each at once).
+    The extras are imported on a thread meanwhile (importing dagster and dbt takes seconds)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        imported = pool.submit(extras)
+        yield from _setup_and_catalogs(config, roles, create)
+        yield imported.result()
+
+
+def _setup_and_catalogs(config: Path | None, roles: Sequence[str], create: bool) -> Iterator[Check]:
     directory, where = install.extension_directory_source()
     directory_check = _extension_directory(directory, where)
     yield directory_check
@@ -84,8 +122,63 @@ def checks(config: Path | None, roles: Sequence[str] = ROLES) -> Iterator[Check]
     finally:
         con.close()
     for catalog in found.catalogs:
-        for role in roles:
-            yield _attach(location.path, settings, found.path, catalog, role)
+        yield from _catalog(location.path, settings, found.path, catalog, roles, create)
+
+
+def _catalog(
+    extension: Path, settings: dict[str, str], config: Path | None, catalog: _Catalog,
+    roles: Sequence[str], create: bool,
+) -> Iterator[Check]:
+    """One catalog's lines. Whether its lake exists is found out without creating anything: a
+    local metadata file exists and is not empty (srdp's own test for a reader), or, on
+    PostgreSQL, a reader's attach (which never creates anything) finds it. The writer's attach,
+    which creates a missing lake, runs only on an existing lake or with ``create``."""
+    subject = f"catalog {catalog.name}"
+    probe: Check | None = None
+    if catalog.metadata_file is not None:
+        missing = not (catalog.metadata_file.is_file() and catalog.metadata_file.stat().st_size > 0)
+    else:
+        probe = _attach(extension, settings, config, catalog.name, "reader")
+        missing = not probe.ok and _NO_LAKE.search(probe.detail) is not None
+    if missing and not create:
+        yield Check(True, subject, NOT_CREATED)
+        return
+    unknown = probe is not None and not probe.ok and not missing
+    if missing:  # and create: the writer's attach creates it, then the reader finds it
+        roles = ("writer", *(r for r in roles if r != "writer"))
+    for role in roles:
+        if role == "reader" and probe is not None and not missing:
+            yield probe
+        elif role == "writer" and unknown and not create:
+            yield Check(False, subject, "attach as writer not checked: the reader's attach failed, so whether the lake "
+                        "exists is unknown and the writer's attach could create it; --create checks it anyway")
+        elif role == "writer" and missing:
+            created = _attach(extension, settings, config, catalog.name, "writer")
+            yield Check(created.ok, subject, created.detail + (", which created the lake" if created.ok else ""))
+        else:
+            yield _attach(extension, settings, config, catalog.name, role)
+
+
+def extras() -> Check:
+    """Which extras' modules import (each imported, so a broken install shows too)."""
+    importable, broken = [], []
+    for extra, modules in EXTRA_MODULES.items():
+        if all(_imports(module) for module in modules):
+            importable.append(extra)
+        else:
+            broken.append(f"{extra} (pip install 'srdp[{extra}]')")
+    detail = f"importable: {', '.join(importable) or 'none'}"
+    if broken:
+        detail += f"; not importable: {', '.join(broken)}"
+    return Check(True, "extras", detail)
+
+
+def _imports(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - any failure means the extra is not usable here
+        return False
+    return True
 
 
 def _extension_directory(directory: Path, where: str) -> Check:
@@ -103,10 +196,16 @@ def _extension_directory(directory: Path, where: str) -> Check:
 
 
 @dataclass(frozen=True)
+class _Catalog:
+    name: str
+    metadata_file: Path | None  # the local metadata file (SQLite, DuckDB); None on PostgreSQL
+
+
+@dataclass(frozen=True)
 class _Config:
     check: Check
     path: Path | None = None
-    catalogs: tuple[str, ...] = ()
+    catalogs: tuple[_Catalog, ...] = ()
 
 
 def _config_check(con: duckdb.DuckDBPyConnection, config: Path | None) -> _Config:
@@ -124,12 +223,23 @@ def _config_check(con: duckdb.DuckDBPyConnection, config: Path | None) -> _Confi
         rows = srdp.call(con, "srdp_catalogs")
     except duckdb.Error as error:
         return _Config(Check(False, "config", f"{path}: {_message(error)}"))
-    names = tuple(sorted(str(r["catalog"]) for r in rows))
-    if not names:
+    rows = sorted(rows, key=lambda r: str(r["catalog"]))
+    if not rows:
         return _Config(Check(False, "config", f"{path} defines no catalog"), path)
-    described = ", ".join(f"{r['catalog']} ({r['backend']})" for r in sorted(rows, key=lambda r: str(r["catalog"])))
-    count = f"{len(names)} catalog{'s' if len(names) != 1 else ''}"
-    return _Config(Check(True, "config", f"{path}: {count}: {described}"), path, names)
+    described = ", ".join(f"{r['catalog']} ({r['backend']})" for r in rows)
+    count = f"{len(rows)} catalog{'s' if len(rows) != 1 else ''}"
+    catalogs = tuple(_Catalog(str(r["catalog"]), _metadata_file(str(r["backend"]), str(r["metadata"]))) for r in rows)
+    return _Config(Check(True, "config", f"{path}: {count}: {described}"), path, catalogs)
+
+
+def _metadata_file(backend: str, metadata: str) -> Path | None:
+    """The local metadata file of ``srdp_catalogs()``'s ``metadata`` (absolute, as srdp resolved
+    it: ``sqlite:<path>`` or a DuckDB file path); None for PostgreSQL."""
+    if backend == "sqlite":
+        return Path(metadata.removeprefix("sqlite:"))
+    if backend == "duckdb":
+        return Path(metadata.removeprefix("duckdb:"))
+    return None
 
 
 def _attach(extension: Path, settings: dict[str, str], config: Path | None, catalog: str, role: str) -> Check:
@@ -142,6 +252,11 @@ def _attach(extension: Path, settings: dict[str, str], config: Path | None, cata
         con.execute(f"SET srdp_config = '{_literal(str(config))}'")
         (row,) = srdp.call(con, "srdp_attach_catalog", catalog, role=role)
         mode = "read-only" if row["read_only"] else "read-write"
+        # srdp's runner connection keeps this in-memory database open after con.close(): a
+        # DuckDB metadata file left attached would refuse the next role's attach ("Unique file
+        # handle conflict").
+        alias = str(row["alias"]).replace('"', '""')
+        con.execute(f'DETACH "{alias}"')
         return Check(True, subject, f"attaches as {role} ({mode})")
     except duckdb.Error as error:
         return Check(False, subject, f"attach as {role} failed: {_message(error)}")
@@ -170,11 +285,13 @@ def _literal(text: str) -> str:
     return text.replace("'", "''")
 
 
-def report(config: Path | None, roles: Sequence[str], write: Callable[[str], object]) -> tuple[int, int]:
+def report(
+    config: Path | None, roles: Sequence[str], write: Callable[[str], object], create: bool = False,
+) -> tuple[int, int]:
     """Runs the checks, writing each line as it comes; (failed, total)."""
     write(versions())
     failed = total = 0
-    for check in checks(config, roles):
+    for check in checks(config, roles, create):
         write(check.line())
         total += 1
         failed += not check.ok
