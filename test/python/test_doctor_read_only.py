@@ -30,11 +30,9 @@ data_path = "data/other/"
 """
 
 
-def doctor(cwd: Path, *args: str, shadow: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The real command line; ``shadow`` goes first on PYTHONPATH (packages that fail to import)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("SRDP_CONFIG", "PYTHONPATH")}
-    if shadow is not None:
-        env["PYTHONPATH"] = str(shadow)
+def doctor(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SRDP_CONFIG",)}
     return subprocess.run([PY, "-m", "srdp", "doctor", "--config", "srdp.toml", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -43,7 +41,8 @@ def listing(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
-#: The extras line in the checkout's venv, which has every extra.
+#: The extras line in the checkout's venv, which has every extra (test_dist.py checks a venv
+#: with some extras missing).
 EXTRAS = "ok   extras: importable: dagster, dbt, dlt, ingest, pandas, polars"
 
 
@@ -54,13 +53,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_doctor_reports_missing_lakes_and_creates_nothing(work: Path, tmp_path: Path) -> None:
-    # pandas and polars shadowed by packages that fail to import: doctor imports each extra's
-    # modules, so a broken or missing one is named with its pip line.
-    for name in ("pandas", "polars"):
-        write_config(tmp_path / name, "raise ImportError('broken on purpose')\n", name="__init__.py")
+def test_doctor_reports_missing_lakes_and_creates_nothing(work: Path) -> None:
     before = listing(work)
-    done = doctor(work, shadow=tmp_path)
+    done = doctor(work)
     assert listing(work) == before == ["srdp.toml"]
     assert (done.returncode, done.stderr) == (0, "")
     lines = done.stdout.splitlines()
@@ -71,8 +66,7 @@ def test_doctor_reports_missing_lakes_and_creates_nothing(work: Path, tmp_path: 
         f"ok   config: {work / 'srdp.toml'}: 2 catalogs: lake (sqlite), other (duckdb)",
         "ok   catalog lake: not created yet (the writer's first attach creates it; --create creates it now)",
         "ok   catalog other: not created yet (the writer's first attach creates it; --create creates it now)",
-        "ok   extras: importable: dagster, dbt, dlt, ingest; not importable: pandas (pip install 'srdp[pandas]'), "
-        "polars (pip install 'srdp[polars]')",
+        EXTRAS,
         "all 6 checks passed",
     ]
 
