@@ -4,7 +4,8 @@ Commands:
 
 * ``dbt-profile --config srdp.toml [--target dev] [--profile srdp] [--schema S]``: prints the
   dbt-duckdb profiles.yml that points dbt at srdp (:mod:`srdp.dbt.profile`).
-* ``extension-path``: prints the srdp extension file this environment loads (:mod:`srdp.install`).
+* ``extension-path``: prints the srdp extension file this environment loads, once it has
+  loaded it (:mod:`srdp.install`).
 * ``extension-directory``: prints DuckDB's extension directory srdp uses (filled from the
   extension wheels first, outside a checkout), for a DuckDB CLI's ``SET extension_directory``.
 * ``dbt-package-path``: prints the folder of srdp's dbt package, for a dbt project's
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as error:
         print(f"srdp {args.command}: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # a file a command reads or writes: the OS's words name it
+        print(f"srdp {args.command}: {error}", file=sys.stderr)
+        return 1
 
 
 def _add_dbt_profile(commands: argparse._SubParsersAction) -> None:
@@ -71,11 +75,9 @@ def _dbt_profile(args: argparse.Namespace) -> int:
 
     from srdp.dbt.profile import DbtProfileError, render_profile
 
-    if not args.config.is_file():
-        raise CommandError(f"no such file: {args.config}")
     try:
         text = render_profile(args.config, target=args.target, profile=args.profile, schema=args.schema)
-    except (DbtProfileError, duckdb.Error) as error:
+    except (DbtProfileError, duckdb.Error, OSError) as error:  # OSError: srdp.connect's missing extension
         raise CommandError(str(error)) from error
     sys.stdout.write(text)
     return 0
@@ -87,17 +89,30 @@ def _add_extension_path(commands: argparse._SubParsersAction) -> None:
         help="print the srdp extension file this environment loads",
         description="Prints the absolute path of the srdp extension file srdp.connect() loads: "
         "$SRDP_EXTENSION, else the file shipped in srdp's wheel, else a checkout's release build. "
-        "Fails when that file does not exist.",
+        "Fails when that file does not exist or does not load.",
     )
     command.set_defaults(run=_extension_path)
 
 
 def _extension_path(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from srdp.doctor import srdp_message
     from srdp.install import find_extension, not_found_message
 
     location = find_extension()
     if not location.path.is_file():
         raise CommandError(not_found_message(location.path))
+    # The file must load (a truncated copy, a wrong file or an unreadable one is named here,
+    # not when a later tool loads it).
+    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false",
+                                             "autoload_known_extensions": "false"})
+    try:
+        con.execute(f"LOAD '{str(location.path).replace(chr(39), chr(39) * 2)}'")
+    except duckdb.Error as error:
+        raise CommandError(f"{location.path} ({location.source}) does not load: {srdp_message(error)}") from error
+    finally:
+        con.close()
     print(location.path.resolve())
     return 0
 

@@ -29,6 +29,7 @@ versions of srdp, DuckDB and Python. Messages come from srdp, which redacts secr
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -41,7 +42,7 @@ import duckdb
 import srdp
 from srdp import extension_wheels, install
 
-__all__ = ["Check", "EXTRA_MODULES", "NOT_CREATED", "ROLES", "checks", "extras", "report", "versions"]
+__all__ = ["Check", "EXTRA_MODULES", "NOT_CREATED", "ROLES", "checks", "extras", "report", "srdp_message", "versions"]
 
 #: Roles checked by default, in this order.
 ROLES = ("writer", "reader")
@@ -106,11 +107,14 @@ def _setup_and_catalogs(config: Path | None, roles: Sequence[str], create: bool)
     settings = install.duckdb_settings(directory)
     try:
         con = _open(location.path, settings)
-        ext_version, duckdb_version = con.execute("SELECT extension_version, duckdb_version FROM srdp_version()").fetchone()
     except duckdb.Error as error:
-        yield Check(False, "extension", f"{location.path} ({location.source}) does not load: {_message(error)}")
+        yield Check(False, "extension", f"{location.path} ({location.source}) does not load: {srdp_message(error)}")
         return
-    yield Check(True, "extension", f"{location.path} ({location.source}), {ext_version}, loads into DuckDB {duckdb_version}")
+    try:
+        ext_version, duckdb_version = con.execute("SELECT extension_version, duckdb_version FROM srdp_version()").fetchone()
+        yield Check(True, "extension", f"{location.path} ({location.source}), {ext_version}, loads into DuckDB {duckdb_version}")
+    except duckdb.Error:  # srdp_version() reads $SRDP_CONFIG too: the config check says what is wrong
+        yield Check(True, "extension", f"{location.path} ({location.source}) loads into DuckDB v{duckdb.__version__}")
     try:
         found = _config_check(con, config)
         yield found.check
@@ -206,20 +210,23 @@ class _Config:
 
 
 def _config_check(con: duckdb.DuckDBPyConnection, config: Path | None) -> _Config:
-    if config is not None:
-        if not config.is_file():
-            return _Config(Check(False, "config", f"no such file: {config}"))
-        path = config.resolve()
+    if config is not None:  # srdp reads it: a missing, unreadable or not-a-file path is its error
+        path = Path(os.path.abspath(config))
         con.execute(f"SET srdp_config = '{_literal(str(path))}'")
     else:
-        (found,) = con.execute("SELECT config_path FROM srdp_version()").fetchone()
+        try:
+            (found,) = con.execute("SELECT config_path FROM srdp_version()").fetchone()
+        except duckdb.Error as error:  # $SRDP_CONFIG names a file srdp cannot read
+            return _Config(Check(False, "config", srdp_message(error).removeprefix("srdp_version: ")))
         if found is None:
             return _Config(Check(False, "config", "no srdp.toml found: pass --config, set SRDP_CONFIG or run where srdp.toml is"))
         path = Path(found)
     try:
         rows = srdp.call(con, "srdp_catalogs")
     except duckdb.Error as error:
-        return _Config(Check(False, "config", f"{path}: {_message(error)}"))
+        origin = "--config" if config is not None else "$SRDP_CONFIG or ./srdp.toml"
+        message = srdp_message(error).replace("(from SET srdp_config)", f"(from {origin})")
+        return _Config(Check(False, "config", f"{path}: {message}"))
     rows = sorted(rows, key=lambda r: str(r["catalog"]))
     if not rows:
         return _Config(Check(False, "config", f"{path} defines no catalog"), path)
@@ -244,7 +251,7 @@ def _attach(extension: Path, settings: dict[str, str], config: Path | None, cata
     try:
         con = _open(extension, settings)
     except duckdb.Error as error:
-        return Check(False, subject, f"attach as {role} not checked: {_message(error)}")
+        return Check(False, subject, f"attach as {role} not checked: {srdp_message(error)}")
     try:
         con.execute(f"SET srdp_config = '{_literal(str(config))}'")
         (row,) = srdp.call(con, "srdp_attach_catalog", catalog, role=role)
@@ -256,7 +263,7 @@ def _attach(extension: Path, settings: dict[str, str], config: Path | None, cata
         con.execute(f'DETACH "{alias}"')
         return Check(True, subject, f"attaches as {role} ({mode})")
     except duckdb.Error as error:
-        return Check(False, subject, f"attach as {role} failed: {_message(error)}")
+        return Check(False, subject, f"attach as {role} failed: {srdp_message(error)}")
     finally:
         con.close()
 
@@ -271,7 +278,7 @@ def _open(extension: Path, settings: dict[str, str]) -> duckdb.DuckDBPyConnectio
     return con
 
 
-def _message(error: duckdb.Error) -> str:
+def srdp_message(error: duckdb.Error) -> str:
     """DuckDB's error without its kind prefix (``Binder Error: ``) and the query excerpt
     (``LINE 1: ...``) that follows the message: srdp's message as srdp wrote it."""
     text = re.sub(r"^[A-Z][A-Za-z ]* Error: ", "", str(error))

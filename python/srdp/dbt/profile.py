@@ -33,6 +33,7 @@ secrets as temporary ones (never persisted).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ import duckdb
 
 import srdp
 from srdp import install
+from srdp.doctor import srdp_message
 
 __all__ = [
     "EXTENSION_LOOKUP",
@@ -79,11 +81,24 @@ class OwnedSchema:
 
 
 def dbt_schemas(config: Path, writer: str = "dbt") -> list[OwnedSchema]:
-    """The schemas ``config`` gives to ``writer``, in file order (ownership as srdp checks it)."""
-    with config.open("rb") as f:
-        declared = tomllib.load(f).get("catalogs", {})
+    """The schemas ``config`` gives to ``writer``, in file order (ownership as srdp checks it).
+
+    srdp reads and validates the file first (``srdp_catalogs``), so a file that is missing, a
+    folder, unreadable, not UTF-8, not TOML or not a valid definition is one
+    :class:`DbtProfileError` in srdp's words (file, line, key), never a Python traceback."""
     con = srdp.connect(config=config)
     try:
+        try:
+            catalogs = srdp.call(con, "srdp_catalogs")
+        except duckdb.Error as error:
+            message = srdp_message(error).removeprefix("srdp_catalogs: ")
+            raise DbtProfileError(message.replace("(from SET srdp_config)", "(from --config)")) from error
+        if not catalogs:
+            raise DbtProfileError(
+                f"{config} defines no catalog; define [catalogs.<name>] with a schema whose writer is {writer!r}"
+            )
+        with config.open("rb") as f:
+            declared = tomllib.load(f).get("catalogs", {})
         owned = []
         for catalog, definition in declared.items():
             for schema in definition.get("schemas", {}):
@@ -106,8 +121,15 @@ def render_profile(
     schema: str | None = None,
     writer: str = "dbt",
 ) -> str:
-    """profiles.yml text for ``config`` (made absolute), with one output named ``target``."""
-    config = config.resolve()
+    """profiles.yml text for ``config`` (made absolute), with one output named ``target``.
+
+    Every value is a double-quoted YAML string (``profile`` and ``target`` too, whatever their
+    characters), and the header's comment lines escape line breaks, so the text always loads back
+    as YAML with exactly the names given; an empty name is a :class:`DbtProfileError`."""
+    for option, name in (("--profile", profile), ("--target", target)):
+        if not name.strip():
+            raise DbtProfileError(f"{option} is empty; give the name dbt should use")
+    config = Path(os.path.abspath(config))
     extension = srdp.extension_path().resolve()
     if not extension.is_file():
         raise DbtProfileError(extension_not_found(extension))
@@ -116,23 +138,23 @@ def render_profile(
     options = "\n".join(f"        {key}: {_scalar(value)}" for key, value in srdp.duckdb_config().items())
     secrets = secrets_block(config, chosen.catalog)
     return f"""\
-# dbt-duckdb profile for srdp, from `python -m srdp dbt-profile --config {config}`.
-# dbt's target database is the lake {chosen.catalog}: the srdp.dbt.plugin plugin LOADs srdp from its
-# file and attaches {chosen.catalog} through srdp (writer) and USEs it on every connection; the
+# dbt-duckdb profile for srdp, from `python -m srdp dbt-profile --config {_comment(str(config))}`.
+# dbt's target database is the lake {_comment(chosen.catalog)}: the srdp.dbt.plugin plugin LOADs srdp from its
+# file and attaches {_comment(chosen.catalog)} through srdp (writer) and USEs it on every connection; the
 # `attach:` entry only declares it to dbt-duckdb (already attached: it never runs). Nothing is
 # written into the srdp checkout and nothing is downloaded (DuckLake's extensions are autoloaded
 # from the extension directory, autoinstall is off). srdp's Python package must be importable by dbt.
 #
-# dbt_project.yml of a project that uses it (its packages.yml: `- local: {install.dbt_package_path()}`,
+# dbt_project.yml of a project that uses it (its packages.yml: `- local: {_comment(str(install.dbt_package_path()))}`,
 # the dbt package `python -m srdp dbt-package-path` prints); no database:, no hooks:
-#   profile: {profile}
+#   profile: {_string(profile)}
 #   dispatch:                     # srdp's overrides: ownership check, commit author, DuckLake replaces
 #     - macro_namespace: dbt
 #       search_order: [<project>, srdp, dbt]
-{profile}:
-  target: {target}
+{_string(profile)}:
+  target: {_string(target)}
   outputs:
-    {target}:
+    {_string(target)}:
       type: duckdb
       path: ":memory:"
       database: {_scalar(chosen.catalog)}
@@ -229,6 +251,20 @@ def _choose(owned: list[OwnedSchema], schema: str | None, config: Path, writer: 
         detail = "no schema" if not owned else f"several schemas ({names}); pass --schema with one of them"
         raise DbtProfileError(f"{config} gives {writer!r} {detail}")
     return owned[0]
+
+
+def _string(value: str) -> str:
+    """A double-quoted YAML string of any text (JSON's escapes, all of which YAML reads; every
+    non-ASCII character escaped, so no YAML line break such as U+2028 is folded)."""
+    return json.dumps(value)
+
+
+def _comment(text: str) -> str:
+    """``text`` for a ``#`` comment line: line breaks and other control characters escaped."""
+    return _BREAKS.sub(lambda m: json.dumps(m.group())[1:-1], text)
+
+
+_BREAKS = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 def _scalar(value: str) -> str:
