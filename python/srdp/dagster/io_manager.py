@@ -98,9 +98,11 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         result = session.write(plan, data)
         metadata = self._metadata(table, plan, result, context.has_asset_partitions)
         if result.rows_by_partition:
-            # Several partitions (a range): each partition's materialization gets its own count.
-            for key, rows in result.rows_by_partition.items():
-                context.step_context.add_asset_metadata(
+            # Several partitions (a range): each partition's materialization gets its own count,
+            # through the step (a context from build_output_context has none: no materializations).
+            step = _step_context(context)
+            for key, rows in result.rows_by_partition.items() if step is not None else ():
+                step.add_asset_metadata(
                     {"dagster/partition_row_count": rows}, asset_key=context.asset_key, partition_key=key
                 )
             metadata["srdp/rows_in_slice"] = metadata.pop("dagster/partition_row_count")
@@ -280,6 +282,15 @@ class SrdpIOManager(dg.ConfigurableIOManager):
         return max(snapshots) if snapshots else None
 
 
+def _step_context(context: dg.OutputContext) -> Any:
+    """The step the output belongs to, or ``None`` for a context built by ``build_output_context``
+    without one (unit tests of an IO manager), whose ``step_context`` raises."""
+    try:
+        return context.step_context
+    except dg.DagsterInvariantViolationError:
+        return None
+
+
 def _output_key(context: dg.OutputContext) -> tuple[list[str], str, str]:
     """The key an output's table is resolved from (the asset key, or for an op output its name:
     ``<schema>.<output name>``, as dagster-duckdb), what it is (``asset`` / ``op output``) and its
@@ -287,4 +298,8 @@ def _output_key(context: dg.OutputContext) -> tuple[list[str], str, str]:
     if context.has_asset_key:
         return list(context.asset_key.path), "asset", context.asset_key.to_user_string()
     table = str((context.definition_metadata or {}).get("table") or context.name)  # DbIOManager's op-output key
-    return [table], "op output", f"{context.step_key}.{context.name}"
+    try:
+        step = context.step_key
+    except dg.DagsterInvariantViolationError:  # build_output_context(name=...) without a step
+        step = None
+    return [table], "op output", f"{step}.{context.name}" if step else str(context.name)

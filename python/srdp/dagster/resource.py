@@ -42,12 +42,17 @@ class SrdpResource(dg.ConfigurableResource):
     #: Pass each with ``dg.EnvVar`` so that Dagster shows the variable's name only; they are
     #: temporary (never persisted by srdp) and never logged or put in an error.
     secrets: list[str] = Field(default_factory=list)
+    #: DuckDB settings set on each connection before it attaches (dagster-duckdb's
+    #: ``connection_config``): ``{"arrow_large_buffer_size": True, "threads": 2}``.
+    connection_config: dict[str, Any] = Field(default_factory=dict)
 
     def connect(self, catalogs: Sequence[str] | None = None, role: str = "writer") -> duckdb.DuckDBPyConnection:
         """A new connection with the secrets created and ``catalogs`` (default: every catalog of
         the file) attached as ``role``."""
         con = srdp.connect(config=self.config_path)
         try:
+            for name, value in self.connection_config.items():
+                con.execute(f"SET {_identifier(name)} = {_setting_literal(name, value)}")
             self._create_secrets(con)
             for catalog in catalogs or self.catalogs(con):
                 srdp.call(con, "srdp_attach_catalog", catalog, role=role)
@@ -68,6 +73,24 @@ class SrdpResource(dg.ConfigurableResource):
     def catalogs(con: duckdb.DuckDBPyConnection) -> list[str]:
         """Every catalog of the definition, in name order."""
         return sorted(r["catalog"] for r in srdp.call(con, "srdp_catalogs"))
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _setting_literal(name: str, value: Any) -> str:
+    """A ``connection_config`` value as SQL: a bool, a number or a string (quoted)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise ValueError(
+        f"SrdpResource connection_config[{name!r}]: {type(value).__name__} is not a DuckDB setting value; "
+        "give a bool, a number or a string"
+    )
 
 
 class NoStorageIOManager(dg.ConfigurableIOManager):

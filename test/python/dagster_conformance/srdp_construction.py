@@ -24,7 +24,7 @@ from iomanager_support import close_io_sessions
 from srdp.dagster.io_manager import SrdpIOManager
 
 #: Every schema the ported suites write (each owned by the IO manager's writer).
-SCHEMAS = ("public", "my_schema", "custom_schema", "a_df", "add_one")
+SCHEMAS = ("public", "my_schema", "custom_schema", "a_df", "add_one", "schema1", "schema2")
 
 CONFIG = '[catalogs.lake]\nmetadata = "sqlite:catalog/lake.sqlite"\ndata_path = "data/lake"\n' + "".join(
     f'\n[catalogs.lake.schemas.{s}]\nwriter = "io_manager"\nlayer = "curated"\n' for s in SCHEMAS
