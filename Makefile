@@ -110,6 +110,7 @@ bench: postgres release
 	$(PY) bench/bench_steady.py
 	$(PY) bench/profile_steps.py
 	$(PY) bench/bench_health.py
+	$(PY) bench/bench_scale.py
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:
