@@ -82,6 +82,12 @@ print(json.dumps(out))
 
 EVENTS = 80  # 3 x 20 + 4 x 5 rows
 
+# doctor's extras line in the consumer venv (pip install <wheel>[dagster,dbt,cli]).
+CONSUMER_EXTRAS = (
+    "ok   extras: importable: dagster, dbt; not importable: dlt (pip install 'srdp[dlt]'), "
+    "ingest (pip install 'srdp[ingest]'), pandas (pip install 'srdp[pandas]'), polars (pip install 'srdp[polars]')"
+)
+
 
 @dataclass
 class Consumer:
@@ -207,9 +213,14 @@ def test_the_wheel_holds_the_package_the_extension_and_the_dbt_package(consumer:
     for module in ("srdp/__init__.py", "srdp/install.py", "srdp/dagster/maintenance.py", "srdp/ingest/dlt/__init__.py",
                    "srdp/dbt/plugin.py", "srdp/dbt_package/dbt_project.yml"):
         assert module in names
-    # The repository: the same file, plain and gzipped, where DuckDB's INSTALL ... FROM looks.
+    # The repository: the same file, plain and gzipped, where DuckDB's INSTALL ... FROM looks, and
+    # the extensions a lake needs, from the extension wheels (test_docs_code_blocks.py installs
+    # them from it in a fresh HOME).
     folder = consumer.repository / "v1.5.5" / DUCKDB_PLATFORM
-    assert sorted(p.name for p in folder.iterdir()) == ["srdp.duckdb_extension", "srdp.duckdb_extension.gz"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{name}.duckdb_extension{suffix}" for name in ("srdp", "ducklake", "sqlite_scanner", "postgres_scanner", "httpfs")
+        for suffix in ("", ".gz")
+    )
     assert (folder / "srdp.duckdb_extension").read_bytes() == EXTENSION.read_bytes()
     assert gzip.decompress((folder / "srdp.duckdb_extension.gz").read_bytes()) == EXTENSION.read_bytes()
 
@@ -343,7 +354,7 @@ def test_extension_path_and_doctor_on_a_good_definition(consumer: Consumer) -> N
     site = consumer.site_packages
     shipped = site / "srdp" / "extension" / "srdp.duckdb_extension"
     assert check(consumer.run([python, "-m", "srdp", "extension-path"], cwd=work)) == f"{shipped}\n"
-    done = consumer.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml"], cwd=work)
+    done = consumer.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml", "--create"], cwd=work)
     (directory,) = consumer.cache().iterdir()
     assert check(consumer.run([python, "-m", "srdp", "extension-directory"], cwd=work)) == f"{directory}\n"
     version = sys.version.split()[0]
@@ -353,9 +364,10 @@ def test_extension_path_and_doctor_on_a_good_definition(consumer: Consumer) -> N
         f"ok   extension directory: {directory} (cache): ducklake, sqlite_scanner, postgres_scanner, httpfs",
         f"ok   extension: {shipped} (wheel), {consumer.extension_version}, loads into DuckDB v1.5.5",
         f"ok   config: {work / 'srdp.toml'}: 1 catalog: lake (sqlite)",
-        "ok   catalog lake: attaches as writer (read-write)",
+        "ok   catalog lake: attaches as writer (read-write), which created the lake",
         "ok   catalog lake: attaches as reader (read-only)",
-        "all 5 checks passed",
+        CONSUMER_EXTRAS,
+        "all 6 checks passed",
     ]
 
 
@@ -366,31 +378,31 @@ def test_doctor_on_a_broken_definition_and_without_the_extension(consumer: Consu
     site = consumer.site_packages
     cfg = work / "srdp.toml"
     done = consumer.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml"], cwd=work)
-    assert (done.returncode, done.stderr) == (1, "srdp doctor: 1 of 3 checks failed\n")
+    assert (done.returncode, done.stderr) == (1, "srdp doctor: 1 of 4 checks failed\n")
     assert done.stdout.splitlines()[3] == (
         f"FAIL config: {cfg}: srdp_catalogs: {cfg}:3: key 'catalogs.lake.data_pth': unknown field `data_pth`, "
         "expected one of `metadata`, `metadata_schema`, `data_path`, `landing_path`, `promote_into`, `project`, "
         "`writer_secret`, `reader_secret`, `data_inlining_row_limit`, `pressure_warning_rows`, `max_attempts`, "
         "`max_retry_seconds`, `retry_backoff_ms`, `schemas`, `projects`"
     )
-    assert len(done.stdout.splitlines()) == 4
+    assert done.stdout.splitlines()[4:] == [CONSUMER_EXTRAS]
 
-    # A catalog a reader cannot attach: its lake does not exist and only the reader is checked.
+    # A catalog whose lake does not exist: doctor says so and creates nothing (read-only).
     work = consumer.workdir("doctor_reader")
     done = consumer.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml", "--role", "reader"], cwd=work)
-    assert (done.returncode, done.stderr) == (1, "srdp doctor: 1 of 4 checks failed\n")
+    assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines()[4:] == [
-        "FAIL catalog lake: attach as reader failed: srdp_attach_catalog: catalog 'lake' has no lake yet: "
-        f"sqlite:{work}/catalog/lake.sqlite does not exist. A reader never creates a lake; attach once with "
-        "role := 'writer' to create it"
+        "ok   catalog lake: not created yet (the writer's first attach creates it; --create creates it now)",
+        CONSUMER_EXTRAS,
+        "all 5 checks passed",
     ]
-    assert not (work / "catalog").exists()
+    assert not (work / "catalog").exists() and not (work / "data").exists()
 
     # An extension file that is not there: the error names it, and what to do.
     env = {"SRDP_EXTENSION": str(work / "missing.duckdb_extension")}
     done = subprocess.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml"], cwd=work,
                           env={**consumer.env(), **env}, capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stderr) == (1, "srdp doctor: 1 of 2 checks failed\n")
+    assert (done.returncode, done.stderr) == (1, "srdp doctor: 1 of 3 checks failed\n")
     assert done.stdout.splitlines()[2] == (
         f"FAIL extension: srdp extension not found at {work / 'missing.duckdb_extension'} (from $SRDP_EXTENSION); "
         "fix or unset SRDP_EXTENSION"
@@ -428,7 +440,7 @@ def test_doctor_uses_persistent_secrets_and_never_prints_their_password(consumer
     ]
     done = subprocess.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml"], cwd=work, env=env,
                           capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stderr) == (1, "srdp doctor: 2 of 5 checks failed\n")
+    assert (done.returncode, done.stderr) == (1, "srdp doctor: 2 of 6 checks failed\n")
     assert "hunter2" not in done.stdout
     connection = "host=127.0.0.1 port=1 dbname=lake user=lake_user"
     refused = (
@@ -440,7 +452,18 @@ def test_doctor_uses_persistent_secrets_and_never_prints_their_password(consumer
     )
     assert done.stdout.split("\n")[3:] == [
         "ok   config: " + str(work / "srdp.toml") + ": 1 catalog: pg (postgres)",
-        *f"FAIL catalog pg: attach as writer failed: srdp_attach_catalog: attaching catalog 'pg' as 'pg' (writer) failed: {refused}".split("\n"),
+        # The reader's attach cannot tell whether the lake exists, and the writer's could create it.
+        "FAIL catalog pg: attach as writer not checked: the reader's attach failed, so whether the lake exists is "
+        "unknown and the writer's attach could create it; --create checks it anyway",
         *f"FAIL catalog pg: attach as reader failed: srdp_attach_catalog: attaching catalog 'pg' as 'pg' (reader) failed: {refused}".split("\n"),
+        CONSUMER_EXTRAS,
+        "",
+    ]
+    created = subprocess.run([python, "-m", "srdp", "doctor", "--config", "srdp.toml", "--create", "--role", "writer"],
+                             cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert "hunter2" not in created.stdout
+    assert created.stdout.split("\n")[4:] == [
+        *f"FAIL catalog pg: attach as writer failed: srdp_attach_catalog: attaching catalog 'pg' as 'pg' (writer) failed: {refused}".split("\n"),
+        CONSUMER_EXTRAS,
         "",
     ]
