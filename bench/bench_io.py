@@ -187,7 +187,7 @@ def write(spec: dict) -> dict:
     from srdp.lake import LakeSession
 
     config = str(root / "srdp.toml")
-    io_manager = SrdpIOManager(config_path=config)
+    io_manager = SrdpIOManager(config=config)
     LakeSession.get(config, "lake").attach("writer")  # the plain side attaches before its clock too
     if side == "handle_output":
         context = dg.build_output_context(asset_key=dg.AssetKey(["bench", "t"]), definition_metadata={}, run_id="bench")
@@ -225,7 +225,7 @@ def load(spec: dict) -> dict:
     from srdp.lake import LakeSession
 
     config = str(root / "srdp.toml")
-    io_manager = SrdpIOManager(config_path=config, pin_inputs=side != "load_input_unpinned")
+    io_manager = SrdpIOManager(config=config, pin_inputs=side != "load_input_unpinned")
     LakeSession.get(config, "lake").attach("reader")
     if side in ("load_input", "load_input_unpinned"):
         instance = dg.DagsterInstance.ephemeral()  # no materialization in it: reads the latest snapshot
@@ -273,7 +273,7 @@ def stream(spec: dict) -> dict:
 
     from srdp.dagster.io_manager import SrdpIOManager
 
-    io_manager = SrdpIOManager(config_path=str(root / "srdp.toml"))
+    io_manager = SrdpIOManager(config=str(root / "srdp.toml"))
     seen: list[Any] = []
 
     @dg.asset(key_prefix=["bench"], name="big")

@@ -29,7 +29,7 @@ maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
   gives an IO manager asset the same key and ``dagster/table_name``, so dlt, dbt and IO manager
   assets form one graph.
 
->>> defs = add_srdp_definitions(my_defs, config_path="/etc/srdp/srdp.toml")
+>>> defs = add_srdp_definitions(my_defs, config="/etc/srdp/srdp.toml")
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from srdp.dagster.config_parameter import resolve_config_argument
 from srdp.dagster.health import health_checks as table_health_checks
 from srdp.dagster.health import table_asset_keys
 from srdp.dagster.io_manager import SrdpIOManager
+from srdp.dagster.load_checks import check_io_manager_definitions
 from srdp.dagster.maintenance import build_nightly_schedule, maintenance_job
 from srdp.dagster.pressure import HEALTH_CHECKS_KEY, PUBLISHER_KEY, LogPublisher, PressurePublisher, build_hourly_schedule, monitor_job
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, NoStorageIOManager, SrdpResource
@@ -21,16 +23,18 @@ IO_MANAGER_KEY = "io_manager"
 
 
 def srdp_definitions(
-    config_path: str | os.PathLike[str],
+    config: str | os.PathLike[str] | None = None,
     publisher: PressurePublisher | None = None,
     *,
+    config_path: str | os.PathLike[str] | None = None,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
     io_manager: bool = False,
     catalog: str = "lake",
     secrets: Sequence[str] = (),
     checked_assets: Sequence[dg.AssetKey] = (),
 ) -> dg.Definitions:
-    """The srdp jobs, schedules and resources for the definition file at ``config_path``; both
+    """The srdp jobs, schedules and resources for the definition file at ``config`` (the srdp.toml
+    path; ``config_path=`` is its deprecated spelling, accepted this release); both
     schedules start as ``default_status`` (running unless told otherwise). srdp's ops send their
     outputs to their own IO manager (``NO_STORAGE_IO_MANAGER_KEY``), never to ``io_manager``.
     With ``io_manager=True`` the application's ``io_manager`` is :class:`SrdpIOManager` on
@@ -38,8 +42,12 @@ def srdp_definitions(
     ``dg.EnvVar``) are run before every attach by the maintenance job, the monitor and the IO
     manager alike: one place for the credentials of a catalog whose roles need DuckDB secrets.
     ``checked_assets``: physical-name keys that get srdp's two advisory health checks
-    (:func:`srdp.dagster.health.health_checks`), evaluated by the hourly monitor."""
-    path = os.path.abspath(config_path)
+    (:func:`srdp.dagster.health.health_checks`), evaluated by the hourly monitor. With
+    ``io_manager=True`` the file and ``catalog`` are checked now, when the code location loads
+    (:mod:`srdp.dagster.load_checks`)."""
+    path = os.path.abspath(resolve_config_argument("srdp_definitions", config, config_path))
+    if io_manager:
+        check_io_manager_definitions("srdp_definitions", path, catalog, (), IO_MANAGER_KEY)
     statements = list(secrets)
     checks = table_health_checks(list(checked_assets), RESOURCE_KEY) if checked_assets else None
     resources: dict[str, object] = {
@@ -47,12 +55,12 @@ def srdp_definitions(
             frozenset(checks.check_keys) if checks else frozenset(),
             "the srdp health checks the code location declares",
         ),
-        RESOURCE_KEY: SrdpResource(config_path=path, secrets=statements),
+        RESOURCE_KEY: SrdpResource(config=path, secrets=statements),
         PUBLISHER_KEY: dg.ResourceDefinition.hardcoded_resource(publisher or LogPublisher()),
         NO_STORAGE_IO_MANAGER_KEY: NoStorageIOManager(),
     }
     if io_manager:
-        resources[IO_MANAGER_KEY] = SrdpIOManager(config_path=path, catalog=catalog, secrets=statements)
+        resources[IO_MANAGER_KEY] = SrdpIOManager(config=path, catalog=catalog, secrets=statements)
     return dg.Definitions(
         asset_checks=[checks] if checks else None,
         jobs=[maintenance_job, monitor_job],
@@ -63,8 +71,9 @@ def srdp_definitions(
 
 def add_srdp_definitions(
     defs: dg.Definitions,
-    config_path: str | os.PathLike[str],
+    config: str | os.PathLike[str] | None = None,
     *,
+    config_path: str | os.PathLike[str] | None = None,
     enabled: bool = True,
     publisher: PressurePublisher | None = None,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.RUNNING,
@@ -74,6 +83,7 @@ def add_srdp_definitions(
     health_checks: bool = True,
 ) -> dg.Definitions:
     """``defs`` plus srdp's maintenance and monitor when datasets are enabled; ``defs`` otherwise.
+    ``config``: the srdp.toml path (``config_path=`` is its deprecated spelling, accepted this release).
     Both schedules start as ``default_status`` (running unless told otherwise). With
     ``io_manager=True``, :class:`SrdpIOManager` on ``catalog`` becomes the ``io_manager`` (an
     application that already sets one is refused rather than silently overridden). ``secrets``:
@@ -81,7 +91,10 @@ def add_srdp_definitions(
     manager run before they attach (see :func:`srdp_definitions`). ``health_checks``: the
     application's table assets (definition metadata ``dagster/table_name`` matching their key:
     srdp's dlt, dbt and IO manager assets) get srdp's two advisory checks, so the monitor's
-    results show as badges on them."""
+    results show as badges on them. With ``io_manager=True``, the file, ``catalog`` and the owner
+    of every schema the IO manager will write are checked now, when the code location loads
+    (:mod:`srdp.dagster.load_checks`), so ``dagster definitions validate`` fails on a typo."""
+    config = resolve_config_argument("add_srdp_definitions", config, config_path)
     if not enabled:
         return defs
     if io_manager and IO_MANAGER_KEY in (defs.resources or {}):
@@ -89,10 +102,13 @@ def add_srdp_definitions(
             "add_srdp_definitions(io_manager=True): the application already sets resource "
             "'io_manager'; remove it, or leave io_manager=False and keep the application's own"
         )
+    if io_manager:
+        assets = list(defs.assets or [])
+        check_io_manager_definitions("add_srdp_definitions", os.path.abspath(config), catalog, assets, IO_MANAGER_KEY)
     return dg.Definitions.merge(
         defs,
         srdp_definitions(
-            config_path,
+            config,
             publisher=publisher,
             default_status=default_status,
             io_manager=io_manager,

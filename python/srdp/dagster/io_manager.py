@@ -1,7 +1,7 @@
 """``SrdpIOManager``: every Dagster asset that is not a dlt load or a dbt model writes and reads
 DuckLake through srdp.
 
-    dg.Definitions(assets=[...], resources={"io_manager": SrdpIOManager(config_path="srdp.toml")})
+    dg.Definitions(assets=[...], resources={"io_manager": SrdpIOManager(config="srdp.toml")})
 
 * **Attach through srdp**: writes attach ``srdp_attach_catalog(catalog, role := 'writer')``,
   reads the reader role (a DuckDB-file catalog: the writer role from the first read, so that an
@@ -30,8 +30,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from srdp.dagster.config_parameter import resolve_resource_config
 from srdp.dagster.tables import PARTITION_EXPR_KEY, IOManagerError, resolve_table
 from srdp.lake import frames as handlers
 from srdp.lake.names import TableRef
@@ -48,7 +49,15 @@ WRITE_MODES = ("replace", "append")
 class SrdpIOManager(dg.ConfigurableIOManager):
     """Stores asset outputs in DuckLake tables through srdp (see the module doc)."""
 
-    config_path: str
+    config: str | None = Field(default=None, description="The srdp.toml path (required).")
+    """The srdp.toml path: required, always set once built (``config_path=`` is its deprecated
+    spelling, accepted this release)."""
+    config_path: str | None = Field(default=None, description="Deprecated spelling of config (this release only).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _config_from_config_path(cls, data: Any) -> Any:
+        return resolve_resource_config("SrdpIOManager", data)
     catalog: str = "lake"
     writer: str = "io_manager"
     schema_: str | None = Field(default=None, alias="schema")
@@ -64,7 +73,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
             return
         key, kind, label = _output_key(context)
         table = self._table(key, context.definition_metadata or {})
-        session = LakeSession.get(self.config_path, self.catalog, self.secrets)
+        session = LakeSession.get(self.config, self.catalog, self.secrets)
         owner = session.call("srdp_check_writer", self.catalog, table.schema, self.writer)[0]
         if owner.get("warning"):
             context.log.warning(owner["warning"])
@@ -226,7 +235,7 @@ class SrdpIOManager(dg.ConfigurableIOManager):
                 f"input {context.name!r}: metadata 'columns' must be a list of column names, not a "
                 f"string ({columns!r}); write [{columns!r}]"
             )
-        session = LakeSession.get(self.config_path, self.catalog, self.secrets)
+        session = LakeSession.get(self.config, self.catalog, self.secrets)
         if context.has_asset_partitions and not list(context.asset_partition_keys):
             # No upstream partition is mapped (the first partition of a self-dependent or lagged
             # asset): an empty frame of the table's columns, as dagster-duckdb gives.

@@ -9,9 +9,10 @@ from typing import Any
 
 import dagster as dg
 import duckdb
-from pydantic import Field
+from pydantic import Field, model_validator
 
 import srdp
+from srdp.dagster.config_parameter import resolve_resource_config
 from srdp.lake.session import create_secret
 
 __all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SecretStatementError", "SrdpResource"]
@@ -33,10 +34,18 @@ class SecretStatementError(ValueError):
 
 
 class SrdpResource(dg.ConfigurableResource):
-    """DuckDB with srdp loaded from ``config_path``; ``secrets`` run on every connection before
+    """DuckDB with srdp loaded from ``config``; ``secrets`` run on every connection before
     it attaches; catalogs attached on request (writer for maintenance, reader for the monitor)."""
 
-    config_path: str
+    config: str | None = Field(default=None, description="The srdp.toml path (required).")
+    """The srdp.toml path: required, always set once built (``config_path=`` is its deprecated
+    spelling, accepted this release)."""
+    config_path: str | None = Field(default=None, description="Deprecated spelling of config (this release only).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _config_from_config_path(cls, data: Any) -> Any:
+        return resolve_resource_config("SrdpResource", data)
     #: CREATE SECRET statements run on each connection before it attaches: the PostgreSQL role
     #: secrets the catalogs' ``writer_secret`` / ``reader_secret`` name, the S3 credentials.
     #: Pass each with ``dg.EnvVar`` so that Dagster shows the variable's name only; they are
@@ -49,7 +58,7 @@ class SrdpResource(dg.ConfigurableResource):
     def connect(self, catalogs: Sequence[str] | None = None, role: str = "writer") -> duckdb.DuckDBPyConnection:
         """A new connection with the secrets created and ``catalogs`` (default: every catalog of
         the file) attached as ``role``."""
-        con = srdp.connect(config=self.config_path)
+        con = srdp.connect(config=self.config)
         try:
             for name, value in self.connection_config.items():
                 con.execute(f"SET {_identifier(name)} = {_setting_literal(name, value)}")

@@ -56,7 +56,7 @@ def _session(destination: DltDestination, io_manager: LakeWriter) -> LakeSession
             f"srdp.ingest.landing: the landing zone belongs to catalog {destination.catalog!r} and the IO "
             f"manager writes catalog {io_manager.catalog!r}; give the IO manager catalog={destination.catalog!r}"
         )
-    return LakeSession.get(io_manager.config_path, io_manager.catalog, list(io_manager.secrets))
+    return LakeSession.get(io_manager.config, io_manager.catalog, list(io_manager.secrets))
 
 
 def promote_landing(
