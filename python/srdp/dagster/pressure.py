@@ -42,6 +42,7 @@ from srdp.dagster.maintenance import MAINTENANCE_JOB
 from srdp.dagster.resource import NO_STORAGE_IO_MANAGER_KEY, RESOURCE_KEY, SrdpResource
 
 __all__ = [
+    "monitor_summary",
     "MONITOR_JOB",
     "MONITOR_SCHEDULE",
     "PRESSURE_EVENT",
@@ -172,9 +173,11 @@ def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonit
         catalogs = config.catalogs or resource.catalogs(con)
         events = pressure_events(con, catalogs, config.threshold)
         failures = publish_events(events, publisher, context.log)
-        health = _record_health(context, con, catalogs, config)
+        thresholds = _thresholds(con, catalogs, config)
+        health = _record_health(context, con, catalogs, config, thresholds)
     finally:
         con.close()
+    context.log.info(monitor_summary(catalogs, health, thresholds, len(events)))
     context.add_output_metadata(
         {
             "events": len(events),
@@ -185,17 +188,55 @@ def check_catalog_pressure(context: dg.OpExecutionContext, config: PressureMonit
     return len(events)
 
 
+def _thresholds(
+    con: duckdb.DuckDBPyConnection, catalogs: Sequence[str], config: PressureMonitorConfig
+) -> dict[str, int]:
+    """Each catalog's inlined-row threshold: the run config's, else its ``pressure_warning_rows``."""
+    defined = {r["catalog"]: int(r["pressure_warning_rows"]) for r in srdp.call(con, "srdp_catalogs")}
+    return {c: config.threshold if config.threshold is not None else defined[c] for c in catalogs}
+
+
+def monitor_summary(
+    catalogs: Sequence[str], health: Sequence[DatasetHealth], thresholds: Mapping[str, int], over: int
+) -> str:
+    """The monitor's one INFO line per run (logged when all is well too): catalogs and datasets
+    checked, the threshold (per catalog when they differ), the largest inlined-row count and how
+    many datasets are over."""
+
+    def plural(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    values = [thresholds[c] for c in catalogs]
+    if len(set(values)) <= 1:
+        threshold = f"threshold {values[0] if values else '-'} inlined rows"
+    else:
+        first, *rest = catalogs
+        threshold = f"threshold {thresholds[first]} inlined rows ({first}), " + ", ".join(
+            f"{thresholds[c]} ({c})" for c in rest
+        )
+    top = max(health, key=lambda h: h.inlined_rows, default=None)
+    largest = f"largest {top.name} with {top.inlined_rows} inlined rows" if top else "largest none (no dataset)"
+    return (
+        f"srdp pressure monitor: {plural(len(catalogs), 'catalog')} ({', '.join(catalogs)}), "
+        f"{plural(len(health), 'dataset')} checked; {threshold}; {largest}; "
+        f"{'none' if over == 0 else over} over the threshold"
+    )
+
+
 def _record_health(
-    context: dg.OpExecutionContext, con: duckdb.DuckDBPyConnection, catalogs: Sequence[str], config: PressureMonitorConfig
+    context: dg.OpExecutionContext,
+    con: duckdb.DuckDBPyConnection,
+    catalogs: Sequence[str],
+    config: PressureMonitorConfig,
+    thresholds: Mapping[str, int],
 ) -> list[DatasetHealth]:
     """One health read per catalog; per dataset one observation, and the evaluations of the
     checks the code location declares on its key. A catalog whose read fails is logged as an
     error and skipped (advisory, fail-open)."""
     declared = _declared_checks(context)
-    thresholds = {r["catalog"]: int(r["pressure_warning_rows"]) for r in srdp.call(con, "srdp_catalogs")}
     out: list[DatasetHealth] = []
     for catalog in catalogs:
-        threshold = config.threshold if config.threshold is not None else thresholds[catalog]
+        threshold = thresholds[catalog]
         try:
             datasets = read_catalog_health(con, catalog)
         except duckdb.Error as e:
