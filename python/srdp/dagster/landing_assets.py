@@ -104,9 +104,12 @@ def _promotion_asset(
         for t in (parent, *children)
     ]
     parent_key = specs[0].key
-    check = dg.AssetCheckSpec(LANDING_CHECK, asset=parent_key, description=(
-        "Every finished landing load is promoted: fails with the reason when a load is quarantined "
-        "(ERROR) or has no _dlt_loads marker (WARN)"
+    # Blocking: a quarantined load (ERROR) fails the step, so the run fails and the assets
+    # downstream of raw do not run on stale input; a load still waiting for its marker (WARN) does not.
+    check = dg.AssetCheckSpec(LANDING_CHECK, asset=parent_key, blocking=True, description=(
+        "Every finished landing load is promoted: fails the step with the reason when a load is "
+        "quarantined (ERROR; re-run after skip_loads or a re-delivery), warns when one has no "
+        "_dlt_loads marker (WARN)"
     ))
 
     @dg.multi_asset(
