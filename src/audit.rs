@@ -7,14 +7,14 @@
 //! writer name (`dlt`, `dbt`, `io_manager`) and srdp's own maintenance to [`MAINTENANCE_AUTHOR`].
 //! [`audit`] maps each change to its schema and table (ids through the catalog's versioned
 //! `ducklake_table`/`ducklake_view`/`ducklake_schema` rows), looks up the schema's owner with
-//! [`crate::rules::ownership`] and judges the write as `single_writer` would have: allowed when
+//! [`crate::rules::owner`] (which also names the `srdp.toml` entry that gives it) and judges the write as `single_writer` would have: allowed when
 //! the author owns the schema, or when the rule is relaxed (with a note naming the line).
 //! Flushes and merges keep a table's rows as they were, so they are allowed whoever ran them.
 //! [`unnamed_schemas`] lists the live schemas that `srdp.toml` gives to nobody.
 
 use crate::config::{CatalogDef, Config};
 use crate::error::{Result, SrdpError};
-use crate::rules::ownership;
+use crate::rules::owner;
 use crate::sql::{metadata_catalog, Ident};
 use std::collections::BTreeSet;
 
@@ -212,6 +212,9 @@ pub struct AuditRow {
     pub table: Option<String>,
     pub change: String,
     pub owner: Option<String>,
+    /// The `srdp.toml` entry that gives the schema to its owner ([`crate::rules::Owner::rule`]):
+    /// `schema 'curated'`, `pattern 'dbt_*'`, ...
+    pub ownership: Option<String>,
     pub allowed: bool,
     pub note: Option<String>,
 }
@@ -270,6 +273,15 @@ fn relaxed_by(config: &Config) -> Option<String> {
     })
 }
 
+/// A write's verdict: the schema's owner and the entry that names it, whether the write was
+/// allowed, and the note that says why (or why not).
+struct Verdict {
+    owner: Option<String>,
+    ownership: Option<String>,
+    allowed: bool,
+    note: Option<String>,
+}
+
 /// Whether the write was allowed, and the note that says why (or why not).
 fn judge(
     config: &Config,
@@ -278,8 +290,9 @@ fn judge(
     author: Option<&str>,
     schema: Option<&str>,
     change: &str,
-) -> (Option<String>, bool, Option<String>) {
-    let owned = schema.and_then(|s| ownership(def, s));
+) -> Verdict {
+    let found = schema.and_then(|s| owner(def, s));
+    let owned = found.as_ref().map(|o| (o.writers.clone(), o.layer.clone()));
     let owner = owned.as_ref().map(|(w, _)| w.join(", "));
     let relaxed = relaxed_by(config);
     let relaxed_note = |why: String| match &relaxed {
@@ -316,7 +329,12 @@ fn judge(
             Some("the metadata no longer names what this change touched".to_string()),
         )
     };
-    (owner, allowed, note)
+    Verdict {
+        owner,
+        ownership: found.map(|o| o.rule),
+        allowed,
+        note,
+    }
 }
 
 /// One audit row per snapshot and (schema, table, change) it made, in snapshot order; each
@@ -340,7 +358,7 @@ pub fn audit(
             })
             .collect();
         for (schema, table, change) in touched {
-            let (owner, allowed, note) = judge(
+            let verdict = judge(
                 config,
                 def,
                 s.id,
@@ -356,9 +374,10 @@ pub fn audit(
                 schema,
                 table,
                 change,
-                owner,
-                allowed,
-                note,
+                owner: verdict.owner,
+                ownership: verdict.ownership,
+                allowed: verdict.allowed,
+                note: verdict.note,
             });
         }
     }
@@ -369,7 +388,7 @@ pub fn audit(
 pub fn unnamed_schemas(config: &Config, def: &CatalogDef, live: &[String]) -> Vec<AuditRow> {
     let relaxed = relaxed_by(config);
     live.iter()
-        .filter(|s| ownership(def, s).is_none())
+        .filter(|s| owner(def, s).is_none())
         .map(|s| AuditRow {
             snapshot_id: None,
             snapshot_time: None,
@@ -379,6 +398,7 @@ pub fn unnamed_schemas(config: &Config, def: &CatalogDef, live: &[String]) -> Ve
             table: None,
             change: UNNAMED_SCHEMA.to_string(),
             owner: None,
+            ownership: None,
             allowed: relaxed.is_some(),
             note: Some(match &relaxed {
                 Some(by) => format!("single_writer is relaxed by {by}: any writer may write it"),

@@ -455,3 +455,79 @@ fn builds_the_audit_queries() {
         "SELECT epoch_us(TRY_CAST('it''s' AS TIMESTAMPTZ))"
     );
 }
+
+#[test]
+fn names_the_entry_that_gives_each_written_schema_to_its_owner() {
+    let c = parse(
+        Path::new("/etc/srdp/srdp.toml"),
+        &format!(
+            "{BASE}\n[catalogs.lake.schemas.\"dbt_*\"]\nwriter = \"dbt\"\nlayer = \"curated\"\n"
+        ),
+    )
+    .unwrap();
+    let snapshots = vec![
+        snap(
+            1,
+            Some("dbt"),
+            r#"created_schema:"dbt_alice",created_table:"dbt_alice"."m""#,
+        ),
+        snap(2, Some("dbt"), r#"created_table:"curated"."m""#),
+        snap(3, Some("io_manager"), r#"created_table:"dbt_alice"."x""#),
+        snap(4, Some("dbt"), r#"created_table:"ci_1"."m""#),
+    ];
+    let rows = audit(&c, c.catalog("lake").unwrap(), &snapshots, &[], &Since::All).unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (
+                r.snapshot_id,
+                r.schema.as_deref(),
+                r.table.as_deref(),
+                r.ownership.as_deref(),
+                r.allowed,
+                r.note.as_deref()
+            ))
+            .collect::<Vec<_>>(),
+        vec![
+            (
+                Some(1),
+                Some("dbt_alice"),
+                None,
+                Some("pattern 'dbt_*'"),
+                true,
+                None
+            ),
+            (
+                Some(1),
+                Some("dbt_alice"),
+                Some("m"),
+                Some("pattern 'dbt_*'"),
+                true,
+                None
+            ),
+            (
+                Some(2),
+                Some("curated"),
+                Some("m"),
+                Some("schema 'curated'"),
+                true,
+                None
+            ),
+            (
+                Some(3),
+                Some("dbt_alice"),
+                Some("x"),
+                Some("pattern 'dbt_*'"),
+                false,
+                Some("'io_manager' wrote schema 'dbt_alice', owned by 'dbt'")
+            ),
+            (
+                Some(4),
+                Some("ci_1"),
+                Some("m"),
+                None,
+                false,
+                Some("'dbt' wrote schema 'ci_1', which srdp.toml does not name")
+            ),
+        ]
+    );
+}

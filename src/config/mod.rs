@@ -20,6 +20,7 @@
 //! | `span` | lines, columns and keys of errors ([`line_of`]) |
 //! | `locations` | one spelling per folder or S3 prefix ([`canonical`]), which overlap checks compare |
 //! | `names` | schema and catalog names compared as DuckDB resolves them ([`same_name`]) |
+//! | `patterns` | schema patterns (`"dbt_*"`): what a prefix matches ([`SchemaPattern`]), which overlap |
 //! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
 //!
 //! The single_writer rule's verdict on a schema definition is [`crate::rules`]' own.
@@ -30,6 +31,7 @@ mod locations;
 mod model;
 mod names;
 mod paths;
+mod patterns;
 pub mod raw;
 mod span;
 mod validate;
@@ -45,6 +47,9 @@ pub use model::{
 };
 pub use names::{folded, same_name};
 pub use paths::{is_url, resolve};
+pub use patterns::{
+    is_pattern, overlap as patterns_overlap, shared_name, SchemaPattern, IDENTIFIER_BYTES, WILDCARD,
+};
 pub use span::line_of;
 pub use validate::parse;
 

@@ -4,6 +4,7 @@
 //! tunables have their defaults applied and no field holds a value the file could not have meant.
 
 use super::paths::is_url;
+use super::patterns::SchemaPattern;
 use crate::error::{Result, SrdpError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -158,7 +159,11 @@ pub struct CatalogDef {
     pub writer_secret: Option<String>,
     pub reader_secret: Option<String>,
     pub tunables: Tunables,
+    /// Exact `[catalogs.<c>.schemas.<s>]` entries, keyed by schema name.
     pub schemas: BTreeMap<String, SchemaDef>,
+    /// `[catalogs.<c>.schemas."<prefix>*"]` entries, longest prefix first: the first that
+    /// matches a name is its most specific pattern. An exact entry wins over every pattern.
+    pub patterns: Vec<SchemaPattern>,
     /// Tenant projects: `project` (if set) and every `[catalogs.<c>.projects.<p>]`.
     pub projects: BTreeMap<String, ProjectDef>,
 }
@@ -180,6 +185,11 @@ impl CatalogDef {
                     .find(|(defined, _)| super::names::same_name(defined, name))
             })
             .map(|(defined, def)| (defined.as_str(), def))
+    }
+
+    /// The most specific pattern that matches schema `name` (see [`SchemaPattern::matches`]).
+    pub fn pattern(&self, name: &str) -> Option<&SchemaPattern> {
+        self.patterns.iter().find(|p| p.matches(name))
     }
 
     /// Distinct layers of the defined schemas, sorted.

@@ -12,11 +12,12 @@ use super::landing;
 use super::locations::{canonical, is_known_kind};
 use super::model::{
     project_dataset, Backend, CatalogDef, Config, ProjectDef, Rule, Rules, SchemaDef, Tunables,
-    DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, LANDING_LAYER,
+    DEFAULT_FILE_METADATA_SCHEMA, DEFAULT_POSTGRES_METADATA_SCHEMA, DLT_LAYER, LANDING_LAYER,
     PROJECT_DATASET_LAYERS,
 };
 use super::names::folded;
 use super::paths::{is_url, non_empty, resolve, with_trailing_slash};
+use super::patterns::{SchemaPattern, WILDCARD};
 use super::raw;
 use super::span::{invalid, line_of, syntax_error};
 use crate::error::{Result, SrdpError};
@@ -129,11 +130,11 @@ fn catalog(cx: &CatalogScope, raw: &raw::Catalog) -> Result<CatalogDef> {
     let backend = backend(cx, &raw.metadata)?;
     let metadata_schema = metadata_schema(cx, raw.metadata_schema.as_ref(), &backend)?;
     let data_path = folder(cx, &raw.data_path, "data_path")?;
-    let schemas = schemas(cx, &raw.schemas)?;
+    let (schemas, patterns) = schemas(cx, &raw.schemas)?;
     let (landing_path, promote_into) = landing::landing(cx, raw, &data_path, &schemas)?;
     let project = optional(cx, &raw.project, "project")?;
     let projects = projects(cx, project.as_deref(), &raw.projects)?;
-    Ok(CatalogDef {
+    let def = CatalogDef {
         name: cx.name.to_string(),
         backend,
         metadata_schema,
@@ -150,8 +151,11 @@ fn catalog(cx: &CatalogScope, raw: &raw::Catalog) -> Result<CatalogDef> {
             &format!("catalogs.{}", cx.name),
         )?,
         schemas,
+        patterns,
         projects,
-    })
+    };
+    pattern_clashes(cx, &raw.schemas, &def)?;
+    Ok(def)
 }
 
 /// `metadata`: a DuckDB file (optionally `duckdb:<path>`), `sqlite:<path>`, or
@@ -264,16 +268,17 @@ fn optional(cx: &CatalogScope, v: &Option<Spanned<String>>, key: &str) -> Result
     }
 }
 
-/// `[catalogs.<c>.schemas.<s>]`, each with its writers and layer.
+/// `[catalogs.<c>.schemas.<s>]`, each with its writers and layer: the exact entries by name,
+/// and the patterns (`"dbt_*"`) longest prefix first.
 fn schemas(
     cx: &CatalogScope,
     raw: &BTreeMap<String, Spanned<raw::Schema>>,
-) -> Result<BTreeMap<String, SchemaDef>> {
+) -> Result<(BTreeMap<String, SchemaDef>, Vec<SchemaPattern>)> {
     let headers: Vec<(&String, Range<usize>)> = raw.iter().map(|(n, s)| (n, s.span())).collect();
     if let Some(clash) = case_clash(cx.file, &headers) {
         return Err(cx.err(
             clash.span,
-            &format!("schemas.{}", clash.name),
+            &schema_key(clash.name),
             format!(
                 "schema \"{name}\" of catalog '{c}' differs only by case from schema \"{other}\" \
                  (line {line}); DuckDB resolves both names to one schema, so their writers would \
@@ -287,10 +292,108 @@ fn schemas(
         ));
     }
     let mut schemas = BTreeMap::new();
+    let mut patterns = Vec::new();
     for (name, s) in raw {
-        schemas.insert(name.clone(), schema(cx, name, s.get_ref())?);
+        if name.contains(WILDCARD) {
+            patterns.push(pattern(cx, name, s)?);
+        } else {
+            schemas.insert(name.clone(), schema(cx, name, s.get_ref())?);
+        }
     }
-    Ok(schemas)
+    patterns.sort_by(|a: &SchemaPattern, b: &SchemaPattern| {
+        (b.prefix.len(), &a.prefix).cmp(&(a.prefix.len(), &b.prefix))
+    });
+    Ok((schemas, patterns))
+}
+
+/// `schemas.<name>` as the file writes it: a pattern's name quoted (`schemas."dbt_*"`).
+fn schema_key(name: &str) -> String {
+    if name.contains(WILDCARD) {
+        format!("schemas.\"{name}\"")
+    } else {
+        format!("schemas.{name}")
+    }
+}
+
+/// One pattern entry: a prefix and one trailing `*`, a writer other than dlt (dlt's datasets are
+/// named one by one, and so are its raw rules), a layer other than raw (raw schemas are looked up
+/// by name: dlt's datasets, `promote_into`), and what [`schema`] asks of every entry.
+fn pattern(cx: &CatalogScope, name: &str, raw: &Spanned<raw::Schema>) -> Result<SchemaPattern> {
+    let key = schema_key(name);
+    let prefix = name.strip_suffix(WILDCARD).unwrap_or(name);
+    if prefix.contains(WILDCARD) || !name.ends_with(WILDCARD) {
+        return Err(cx.err(
+            raw.span(),
+            &key,
+            format!(
+                "\"{name}\": only a * at the end of a schema name is a wildcard (a prefix \
+                 pattern such as \"dbt_*\", which gives the writer every schema starting with \
+                 dbt_); write one prefix and one trailing *"
+            ),
+        ));
+    }
+    if prefix.trim().is_empty() {
+        return Err(cx.err(
+            raw.span(),
+            &key,
+            "\"*\" alone would give every schema to one writer; write a prefix before the *, \
+             such as \"dbt_*\"",
+        ));
+    }
+    let s = raw.get_ref();
+    let def = schema(cx, name, s)?;
+    if def.writers.iter().any(|w| w == "dlt") {
+        return Err(cx.err(
+            s.writer.span(),
+            &format!("{key}.writer"),
+            format!(
+                "dlt owns schemas by exact name only: each load's dataset and its raw rules \
+                 are looked up by name. Name each schema dlt loads under \
+                 [catalogs.{c}.schemas.<schema>], or give the pattern another writer",
+                c = cx.name
+            ),
+        ));
+    }
+    if def.layer == DLT_LAYER {
+        return Err(cx.err(
+            s.layer.span(),
+            &format!("{key}.layer"),
+            format!(
+                "a pattern may not have layer '{DLT_LAYER}': raw schemas are named one by one \
+                 (dlt's datasets and promote_into are looked up by name). Name each raw schema \
+                 under [catalogs.{c}.schemas.<schema>], or give the pattern another layer",
+                c = cx.name
+            ),
+        ));
+    }
+    Ok(SchemaPattern {
+        pattern: name.to_string(),
+        prefix: prefix.to_string(),
+        def,
+    })
+}
+
+/// Each pattern, in file order, against the single_writer rule ([`crate::rules::pattern_refusal`]):
+/// no schema, tenant dataset or earlier pattern of another writer may match it.
+fn pattern_clashes(
+    cx: &CatalogScope,
+    raw: &BTreeMap<String, Spanned<raw::Schema>>,
+    def: &CatalogDef,
+) -> Result<()> {
+    let line = |name: &str| {
+        raw.get(name)
+            .map_or(0, |s| line_of(cx.file.text, s.span().start))
+    };
+    let mut in_file: Vec<&SchemaPattern> = def.patterns.iter().collect();
+    in_file.sort_by_key(|p| raw.get(&p.pattern).map_or(0, |s| s.span().start));
+    for (i, p) in in_file.iter().enumerate() {
+        if let Some(refusal) = crate::rules::pattern_refusal(cx.rules, def, p, &in_file[..i], &line)
+        {
+            let span = raw.get(&p.pattern).map_or(0..0, |s| s.span());
+            return Err(cx.err(span, &schema_key(&p.pattern), refusal));
+        }
+    }
+    Ok(())
 }
 
 /// Two table names of the file that DuckDB resolves to one object: `name` is the later one
@@ -324,7 +427,7 @@ fn case_clash<'a>(file: &Source, tables: &[(&'a String, Range<usize>)]) -> Optio
 
 /// One schema: at least one named writer and a layer, and nothing the single_writer rule refuses.
 fn schema(cx: &CatalogScope, name: &str, raw: &raw::Schema) -> Result<SchemaDef> {
-    let writer_key = format!("schemas.{name}.writer");
+    let writer_key = format!("{}.writer", schema_key(name));
     let writers: Vec<String> = match raw.writer.get_ref() {
         raw::Writers::One(w) => vec![w.clone()],
         raw::Writers::Many(ws) => ws.clone(),
@@ -336,7 +439,7 @@ fn schema(cx: &CatalogScope, name: &str, raw: &raw::Schema) -> Result<SchemaDef>
             "must name a writer (such as \"dlt\", \"dbt\" or \"io_manager\")",
         ));
     }
-    let layer_key = format!("schemas.{name}.layer");
+    let layer_key = format!("{}.layer", schema_key(name));
     if raw.layer.get_ref().trim().is_empty() {
         return Err(cx.err(raw.layer.span(), &layer_key, "must not be empty"));
     }

@@ -14,7 +14,9 @@
 //! commit_message, schema_name, table_name` (NULL for a schema-level change), `change`
 //! (`created`, `inserted`, `deleted`, `altered`, `dropped`, `view created`, `view dropped`,
 //! `schema created`, `schema dropped`, `flushed`, `compacted`, or DuckLake's own word),
-//! `owner` (the schema's writers in `srdp.toml`), `allowed BOOLEAN, note`; then the
+//! `owner` (the schema's writers in `srdp.toml`), `ownership` (the entry that gives it to them:
+//! `schema 'curated'`, `pattern 'dbt_*'`, `schema 'raw' of project 'acme'`, `layer 'raw' of
+//! project 'acme'`; NULL when none does), `allowed BOOLEAN, note`; then the
 //! `schema not in srdp.toml` rows, whose snapshot columns are NULL.
 //! Errors: unknown catalog, catalog not attached, a `since :=` that is neither a snapshot id
 //! nor a timestamp.
@@ -64,6 +66,7 @@ impl SrdpFunction for WriteAudit {
             Column::text("table_name"),
             Column::text("change"),
             Column::text("owner"),
+            Column::text("ownership"),
             Column::boolean("allowed"),
             Column::text("note"),
         ]
@@ -128,6 +131,7 @@ impl SrdpFunction for WriteAudit {
                     r.table.into(),
                     r.change.into(),
                     r.owner.into(),
+                    r.ownership.into(),
                     r.allowed.into(),
                     r.note.into(),
                 ]

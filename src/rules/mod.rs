@@ -18,7 +18,9 @@ pub use dlt::{
     catalog_url, dlt_destination, postgres_url, storage_url, table_name, DltDestination,
     DltRequest, DEFAULT_DLT_LAYER, DEFAULT_DLT_WRITER,
 };
-pub use single_writer::{check_writer, ownership, schema_refusal, WriterCheck};
+pub use single_writer::{
+    check_writer, owner, ownership, pattern_refusal, schema_refusal, Owner, WriterCheck,
+};
 
 use crate::config::{Config, Rule};
 

@@ -6,7 +6,9 @@
 //! refusals end with [`super::relax_line`], the one place that words how to relax a rule.
 
 use super::{list, relax_line, SINGLE_WRITER};
-use crate::config::{same_name, CatalogDef, Config, Rules, SchemaDef, DLT_LAYER, LANDING_LAYER};
+use crate::config::{
+    same_name, CatalogDef, Config, Rules, SchemaDef, SchemaPattern, DLT_LAYER, LANDING_LAYER,
+};
 
 /// The owner of every landing zone.
 pub const LANDING_OWNER: &str = "dlt";
@@ -22,20 +24,41 @@ pub struct WriterCheck {
     pub warning: Option<String>,
 }
 
-/// Writers and layer of `schema`: its own entry; else the one schema `s` whose tenant dataset
+/// Who owns a schema, and which entry of `srdp.toml` says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub writers: Vec<String>,
+    pub layer: String,
+    /// The entry that gives the schema to its writers, as `srdp_write_audit` shows it:
+    /// `schema 'curated'`, `schema 'raw' of project 'acme'`, `layer 'raw' of project 'acme'`,
+    /// `pattern 'dbt_*'`.
+    pub rule: String,
+}
+
+/// The owner of `schema`: its own entry; else the one schema `s` whose tenant dataset
 /// `<project>_<s>` it is (a dataset named after a schema, never renamed by a project); else the
 /// layer's entry for a tenant dataset of that layer (`<project>_<layer>` or the project's
-/// `<layer>_dataset`), whose writers are those of every schema of the layer. So a tenant's
-/// `acme_raw` and `acme_raw_landed` belong to schemas `raw` and `raw_landed` alone. Names are
-/// compared as DuckDB resolves them ([`same_name`]): `Raw` and `ACME_RAW` are `raw` and `acme_raw`.
-pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
-    if let Some((_, s)) = def.schema(schema) {
-        return Some((s.writers.clone(), s.layer.clone()));
+/// `<layer>_dataset`), whose writers are those of every schema of the layer; else the most
+/// specific pattern that matches it (`"dbt_*"`). So a tenant's `acme_raw` and
+/// `acme_raw_landed` belong to schemas `raw` and `raw_landed` alone, and an exact entry wins over
+/// every pattern. Names are compared as DuckDB resolves them ([`same_name`]): `Raw` and
+/// `ACME_RAW` are `raw` and `acme_raw`.
+pub fn owner(def: &CatalogDef, schema: &str) -> Option<Owner> {
+    if let Some((name, s)) = def.schema(schema) {
+        return Some(Owner {
+            writers: s.writers.clone(),
+            layer: s.layer.clone(),
+            rule: format!("schema '{name}'"),
+        });
     }
     for project in def.projects.keys() {
         for (name, s) in &def.schemas {
             if same_name(&tenant_dataset(project, name), schema) {
-                return Some((s.writers.clone(), s.layer.clone()));
+                return Some(Owner {
+                    writers: s.writers.clone(),
+                    layer: s.layer.clone(),
+                    rule: format!("schema '{name}' of project '{project}'"),
+                });
             }
         }
     }
@@ -50,11 +73,24 @@ pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)
                     .collect();
                 writers.sort();
                 writers.dedup();
-                return Some((writers, layer));
+                return Some(Owner {
+                    writers,
+                    rule: format!("layer '{layer}' of project '{project}'"),
+                    layer,
+                });
             }
         }
     }
-    None
+    def.pattern(schema).map(|p| Owner {
+        writers: p.def.writers.clone(),
+        layer: p.def.layer.clone(),
+        rule: format!("pattern '{}'", p.pattern),
+    })
+}
+
+/// Writers and layer of `schema`, as [`owner`] decides them.
+pub fn ownership(def: &CatalogDef, schema: &str) -> Option<(Vec<String>, String)> {
+    owner(def, schema).map(|o| (o.writers, o.layer))
 }
 
 /// The dataset of `project` named after schema `schema`: `<project>_<schema>`.
@@ -62,12 +98,13 @@ pub fn tenant_dataset(project: &str, schema: &str) -> String {
     format!("{project}_{schema}")
 }
 
-/// Every writer named in the catalog's schemas, and dlt when the catalog has a landing zone,
+/// Every writer named in the catalog's schemas and patterns, and dlt when the catalog has a landing zone,
 /// sorted.
 fn writers(def: &CatalogDef) -> Vec<String> {
     let mut all: Vec<String> = def
         .schemas
         .values()
+        .chain(def.patterns.iter().map(|p| &p.def))
         .flat_map(|s| s.writers.iter().cloned())
         .collect();
     if def.landing_path.is_some() {
@@ -79,8 +116,8 @@ fn writers(def: &CatalogDef) -> Vec<String> {
 }
 
 /// What `writer` may write in `def`, for refusals: its schemas, their tenant datasets and the
-/// tenant datasets of their layers that [`ownership`] gives to it, and for dlt the landing zone
-/// when the catalog has one.
+/// tenant datasets of their layers that [`ownership`] gives to it, then its patterns, and for
+/// dlt the landing zone when the catalog has one.
 fn may_write(def: &CatalogDef, writer: &str) -> String {
     let mut candidates: Vec<String> = Vec::new();
     for (name, s) in def
@@ -100,6 +137,14 @@ fn may_write(def: &CatalogDef, writer: &str) -> String {
         .collect();
     schemas.sort();
     schemas.dedup();
+    let mut patterns: Vec<String> = def
+        .patterns
+        .iter()
+        .filter(|p| p.def.writers.iter().any(|w| w == writer))
+        .map(|p| p.pattern.clone())
+        .collect();
+    patterns.sort();
+    schemas.extend(patterns);
     match (&def.landing_path, writer == LANDING_OWNER) {
         (Some(_), true) if schemas.is_empty() => "the landing zone (landing_path)".to_string(),
         (Some(_), true) => format!("{} and the landing zone (landing_path)", list(&schemas)),
@@ -130,6 +175,78 @@ pub fn schema_refusal(rules: &Rules, schema: &str, def: &SchemaDef) -> Option<St
              '{schema}' has layer '{layer}'. Give it another writer, load with dlt into a raw \
              schema or the landing zone (landing_path), {relax}"
         ));
+    }
+    None
+}
+
+/// Why the single_writer rule refuses `pattern`, or `None` when it does not (always `None`
+/// while the rule is relaxed): a pattern must not match a schema of another writer, whether an
+/// exact entry (which would win, so the pattern's writer could not have meant it) or a tenant
+/// dataset ([`ownership`]), nor overlap a pattern of another writer among `earlier` (the patterns
+/// above it in the file). `line` gives the line of an entry by its key, for the message.
+pub fn pattern_refusal(
+    rules: &Rules,
+    def: &CatalogDef,
+    pattern: &SchemaPattern,
+    earlier: &[&SchemaPattern],
+    line: &dyn Fn(&str) -> usize,
+) -> Option<String> {
+    if !rules.single_writer.enabled {
+        return None;
+    }
+    let ours = |writers: &[String]| writers.iter().all(|w| pattern.def.writers.contains(w));
+    let this = format!(
+        "pattern \"{}\" of writer '{}'",
+        pattern.pattern,
+        pattern.def.writers.join(", ")
+    );
+    let advice = format!(
+        "with the single_writer rule on, a schema has exactly one writer. Narrow the pattern, \
+         rename the schema, or relax the rule with {}",
+        relax_line(SINGLE_WRITER)
+    );
+    for (name, s) in &def.schemas {
+        if pattern.matches(name) && !ours(&s.writers) {
+            return Some(format!(
+                "{this} matches schema \"{name}\" (line {}) of writer '{}'; {advice}",
+                line(name),
+                s.writers.join(", ")
+            ));
+        }
+    }
+    let layers = def.layers();
+    for project in def.projects.keys() {
+        let datasets = def
+            .schemas
+            .keys()
+            .map(|name| tenant_dataset(project, name))
+            .chain(layers.iter().map(|l| def.project_dataset(project, l)));
+        for dataset in datasets {
+            let Some((owners, _)) = ownership(def, &dataset) else {
+                continue;
+            };
+            if pattern.matches(&dataset) && !ours(&owners) {
+                return Some(format!(
+                    "{this} matches dataset \"{dataset}\" of project '{project}', owned by \
+                     '{}'; {advice}",
+                    owners.join(", ")
+                ));
+            }
+        }
+    }
+    for other in earlier {
+        if crate::config::patterns_overlap(&pattern.prefix, &other.prefix)
+            && !ours(&other.def.writers)
+        {
+            return Some(format!(
+                "{this} overlaps pattern \"{}\" (line {}) of writer '{}': a schema such as \
+                 \"{}\" matches both; {advice}",
+                other.pattern,
+                line(&other.pattern),
+                other.def.writers.join(", "),
+                crate::config::shared_name(&pattern.prefix, &other.prefix)
+            ));
+        }
     }
     None
 }

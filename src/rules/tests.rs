@@ -288,3 +288,4 @@ fn dlt_cannot_follow_a_duckdb_file_catalog_outside_main() {
 
 mod case_folded;
 mod landing;
+mod patterns;

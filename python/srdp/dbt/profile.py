@@ -19,7 +19,8 @@ so dbt may run from any folder.
 
 The default schema (``schema:``, where models without a custom schema are built) is the one
 schema ``srdp.toml`` gives to the writer ``dbt``, as srdp decides it (``srdp_check_writer``);
-with several, ``schema`` must name one of them.
+with several, ``schema`` must name one of them. A pattern (``[catalogs.lake.schemas."dbt_*"]``)
+names no schema: ``schema`` may be any name a pattern gives to ``dbt`` (``dbt_alice``).
 
 When that schema's catalog needs DuckDB secrets, the profile has dbt-duckdb's ``secrets:`` block
 (:func:`secrets_block`): the PostgreSQL secret named by the catalog's ``writer_secret`` (user and
@@ -102,6 +103,8 @@ def dbt_schemas(config: Path, writer: str = "dbt") -> list[OwnedSchema]:
         owned = []
         for catalog, definition in declared.items():
             for schema in definition.get("schemas", {}):
+                if schema.endswith("*"):
+                    continue  # a pattern ("dbt_*") names no schema; --schema picks one it matches
                 try:
                     (row,) = srdp.call(con, "srdp_check_writer", catalog, schema, writer)
                 except duckdb.Error:
@@ -246,6 +249,9 @@ def _choose(owned: list[OwnedSchema], schema: str | None, config: Path, writer: 
         for candidate in owned:
             if candidate.schema == schema:
                 return candidate
+        by_pattern = _owned_by_pattern(config, schema, writer)
+        if by_pattern is not None:
+            return by_pattern
         raise DbtProfileError(f"schema {schema!r} is not given to writer {writer!r} in {config} (it owns: {names})")
     if len(owned) != 1:
         detail = "no schema" if not owned else f"several schemas ({names}); pass --schema with one of them"
@@ -265,6 +271,28 @@ def _comment(text: str) -> str:
 
 
 _BREAKS = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def _owned_by_pattern(config: Path, schema: str, writer: str) -> OwnedSchema | None:
+    """``schema`` of the one catalog whose pattern (``[catalogs.<c>.schemas."dbt_*"]``) gives it
+    to ``writer``, as ``srdp_check_writer`` decides it; ``None`` when no catalog or several do."""
+    with config.open("rb") as f:
+        declared = tomllib.load(f).get("catalogs", {})
+    con = srdp.connect(config=config)
+    try:
+        found = []
+        for catalog, definition in declared.items():
+            if not any(key.endswith("*") for key in definition.get("schemas", {})):
+                continue
+            try:
+                (row,) = srdp.call(con, "srdp_check_writer", catalog, schema, writer)
+            except duckdb.Error:
+                continue
+            if row["owner"] == writer:
+                found.append(OwnedSchema(catalog, schema))
+        return found[0] if len(found) == 1 else None
+    finally:
+        con.close()
 
 
 def _scalar(value: str) -> str:

@@ -5,9 +5,10 @@ The test files next to this one are dbt-duckdb 1.11.1's ``tests/functional/adapt
 gives them what the README's dbt section tells a user to do, and nothing else:
 
 * the profile is ``python -m srdp dbt-profile`` for a per-class ``srdp.toml`` (a SQLite DuckLake
-  catalog ``lake`` in the class's temporary folder) whose schemas for the writer ``dbt`` are the
-  class's ``unique_schema`` and the schemas dbt's tests derive from it (``<schema>_test``,
-  ``<schema>_dbt_test__audit``, ...): dbt's target database is the lake;
+  catalog ``lake`` in the class's temporary folder) that gives the writer ``dbt`` the pattern
+  ``"<unique_schema>*"``: the class's ``unique_schema`` and every schema dbt's tests derive from
+  it (``<schema>_test``, ``<schema>_dbt_test__audit`` cut to PostgreSQL's 63 characters, ...),
+  as a user gives dbt ``"dbt_*"``; dbt's target database is the lake;
 * the srdp dbt package (a local package, linked as ``dbt deps`` links it) and the ``dispatch:``
   entry ``search_order: [test, srdp, dbt]``, merged into each class's own project config;
 * no ``database:``, no hooks, no pre-hooks.
@@ -45,10 +46,6 @@ REPO = HERE.parents[2]
 #: --database-type ducklake).
 PROFILE_TYPE = "memory"
 DATABASE_TYPE = "ducklake"
-
-#: Schemas dbt's tests derive from the class's unique schema (custom schemas, stored failures).
-DERIVED_SCHEMAS = ("_test", "_custom_schema", "_dbt_test__audit", "_alt", "_schema_a", "_schema_b",
-                   "_another_schema")
 
 #: ``srdp`` (default): the documented srdp set-up; ``by-hand``: dbt-duckdb's own DuckLake attach.
 TARGET = os.environ.get("SRDP_DBT_SUITE_TARGET", "srdp")
@@ -139,9 +136,9 @@ def dbt_profile_target(unique_schema: str, tmp_path_factory: pytest.TempPathFact
     root = tmp_path_factory.mktemp("srdp_lake")
     if TARGET == "by-hand":
         return _by_hand_target(root)
-    # dbt's store-failures test cuts its audit schema to PostgreSQL's 63 characters.
-    names = dict.fromkeys(n for suffix in ("", *DERIVED_SCHEMAS) for n in (unique_schema + suffix, (unique_schema + suffix)[:63]))
-    schemas = "".join(f'\n[catalogs.lake.schemas."{name}"]\nwriter = "dbt"\nlayer = "curated"\n' for name in names)
+    # One pattern: the unique schema and what dbt's tests derive from it (custom schemas, stored
+    # failures in <schema>_dbt_test__audit, which dbt's store-failures test cuts to 63 characters).
+    schemas = f'\n[catalogs.lake.schemas."{unique_schema}*"]\nwriter = "dbt"\nlayer = "curated"\n'
     config = root / "srdp.toml"
     config.write_text(SRDP_TOML.format(root=root, schemas=schemas))
     profile = yaml.safe_load(render_profile(config, profile="test", target="default", schema=unique_schema))
