@@ -144,9 +144,21 @@ def w_srdp(spec: dict) -> dict:
         inlined = sum(int(r["inlined_rows"]) for r in srdp.call(con, "srdp_inlined_row_count", "lake"))
         if inlined != CHANGED_ROWS * len(changed_tables(spec["datasets"])):
             raise BenchError(f"srdp_inlined_row_count: {inlined} inlined rows, built {CHANGED_ROWS * CHANGED}")
-    t = time.perf_counter()
-    rows = srdp.call(con, "srdp_compact", "lake")
-    out["seconds"] = time.perf_counter() - t
+    if spec.get("profile"):
+        # Where the time goes: DuckDB's QueryLog split by statement (bench/profile_steps.py).
+        import profile_steps
+
+        got: list = []
+        wall, spent, logged = profile_steps.profile(
+            con, lambda c: got.append(srdp.call(c, "srdp_compact", "lake")), srdp_side=True)
+        rows = got[0]
+        out["seconds"] = wall
+        out["profile"] = {"statements_logged": logged,
+                          "seconds": {f"{owner}: {what}": s for (owner, what), s in sorted(spent.items(), key=lambda kv: -kv[1])}}
+    else:
+        t = time.perf_counter()
+        rows = srdp.call(con, "srdp_compact", "lake")
+        out["seconds"] = time.perf_counter() - t
     out["datasets"] = len(rows)
     out["merged"] = sum(1 for r in rows if r["files_processed"])
     out["rows_flushed"] = sum(int(r["rows_flushed"] or 0) for r in rows)
@@ -240,7 +252,7 @@ def w_dagster(spec: dict) -> dict:
     return {
         "total_s": t1 - t0,
         "marks_s": {
-            "run_start": rel(first.get("RUN_START", t0)),
+            "run_start": rel(first.get("RUN_START", first.get("PIPELINE_START", t0))),
             "step_start": rel(first["STEP_START"]),
             "compact_start": rel(marks["compact_start"]),
             "compact_end": rel(marks["compact_end"]),
@@ -249,7 +261,7 @@ def w_dagster(spec: dict) -> dict:
             "first_output": rel(outputs[0].timestamp),
             "last_output": rel(outputs[-1].timestamp),
             "step_success": rel(first["STEP_SUCCESS"]),
-            "run_success": rel(first.get("RUN_SUCCESS", t1)),
+            "run_success": rel(first.get("RUN_SUCCESS", first.get("PIPELINE_SUCCESS", t1))),
             "returned": rel(t1),
         },
         "events": dict(kinds),
@@ -375,6 +387,22 @@ def build_lake(lakes: Lakes, n: int, name: str) -> tuple[dict, dict]:
     return spec, built
 
 
+def profile_scale(lakes: Lakes, n: int) -> dict:
+    """srdp_compact on a fresh lake of n datasets with DuckDB's QueryLog on and every PostgreSQL
+    statement of its database logged (log_min_duration_statement = 0): where its time goes."""
+    print(f"== profile: {n} datasets, {CHANGED} changed", flush=True)
+    pristine, built = build_lake(lakes, n, f"p{n}")
+    lake = clone(lakes, pristine, "prof")
+    lakes.servers.psql(f"ALTER DATABASE {lake['database']} SET log_min_duration_statement = 0")
+    s = spawn(lakes.worker_spec(lake, mode="srdp", profile=True))
+    print(f"  srdp_compact {s['seconds']:.2f} s, {s['profile']['statements_logged']} DuckDB statements logged", flush=True)
+    for what, sec in list(s["profile"]["seconds"].items())[:8]:
+        print(f"    {what:60s} {sec:8.2f} s", flush=True)
+    for spec in (pristine, lake):
+        lakes.drop(spec)
+    return {"datasets": n, "changed": CHANGED, "build": built, "srdp": s, "profile_database": lake["database"]}
+
+
 def scale(lakes: Lakes, n: int, turn: int, budget: float, largest: bool) -> dict:
     print(f"== {n} datasets, {CHANGED} changed", flush=True)
     pristine, built = build_lake(lakes, n, f"n{n}")
@@ -448,6 +476,8 @@ def main() -> int:
                     help="seconds after which the hand-written loop stops and is extrapolated (default 900)")
     ap.add_argument("--pg-slow-ms", type=float, default=200.0,
                     help="log PostgreSQL statements slower than this (log_min_duration_statement; default 200)")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of the figures: srdp_compact per scale with DuckDB's QueryLog and every PostgreSQL statement logged")
     ap.add_argument("--out", help="JSON result file (default bench/results/scale.json)")
     args = ap.parse_args()
     if args.worker:
@@ -483,7 +513,10 @@ def main() -> int:
         servers.psql("SELECT pg_reload_conf()")
         lakes = Lakes(servers, workdir / "lakes")
         for turn, n in enumerate(scales):
-            results.append(scale(lakes, n, turn, args.plain_budget, n == max(scales)))
+            if args.profile:
+                results.append(profile_scale(lakes, n))
+            else:
+                results.append(scale(lakes, n, turn, args.plain_budget, n == max(scales)))
             write(out_path, results, pg_version, wall, slow_log(workdir))
     except (BenchError, servers_module.ServerError) as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
@@ -498,7 +531,7 @@ def main() -> int:
             slow = slow_log(workdir)
             servers.stop()
             _reap(servers.s3_pid)
-    if len(results) > 1:
+    if len(results) > 1 and not args.profile:
         base = results[0]
         for r in results:
             ratio = (r["srdp"]["seconds"] / r["datasets"]) / (base["srdp"]["seconds"] / base["datasets"])
