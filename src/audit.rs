@@ -10,7 +10,8 @@
 //! [`crate::rules::owner`] (which also names the `srdp.toml` entry that gives it) and judges the write as `single_writer` would have: allowed when
 //! the author owns the schema, or when the rule is relaxed (with a note naming the line).
 //! Flushes and merges keep a table's rows as they were, so they are allowed whoever ran them.
-//! [`unnamed_schemas`] lists the live schemas that `srdp.toml` gives to nobody.
+//! [`unnamed_schemas`] lists the live schemas that `srdp.toml` gives to nobody (DuckLake's own
+//! `main` only once something was written to it: a fresh lake audits clean).
 
 use crate::config::{CatalogDef, Config};
 use crate::error::{Result, SrdpError};
@@ -384,11 +385,33 @@ pub fn audit(
     Ok(rows)
 }
 
-/// One row per live schema that `srdp.toml` gives to no writer.
-pub fn unnamed_schemas(config: &Config, def: &CatalogDef, live: &[String]) -> Vec<AuditRow> {
+/// DuckLake's own schema, which every catalog has from its first snapshot.
+pub const DUCKLAKE_DEFAULT_SCHEMA: &str = "main";
+
+/// Whether any table or view, live or dropped, was ever created in a schema called `schema`.
+fn ever_written(versions: &[Version], schema: &str) -> bool {
+    let ids: BTreeSet<i64> = versions
+        .iter()
+        .filter(|v| v.kind == ObjectKind::Schema && v.name == schema)
+        .map(|v| v.id)
+        .collect();
+    versions
+        .iter()
+        .any(|v| v.kind != ObjectKind::Schema && v.schema_id.is_some_and(|id| ids.contains(&id)))
+}
+
+/// One row per live schema that `srdp.toml` gives to no writer, except DuckLake's own `main`
+/// while nothing was ever written to it (`versions`: every table, view and schema version).
+pub fn unnamed_schemas(
+    config: &Config,
+    def: &CatalogDef,
+    live: &[String],
+    versions: &[Version],
+) -> Vec<AuditRow> {
     let relaxed = relaxed_by(config);
     live.iter()
         .filter(|s| owner(def, s).is_none())
+        .filter(|s| *s != DUCKLAKE_DEFAULT_SCHEMA || ever_written(versions, s))
         .map(|s| AuditRow {
             snapshot_id: None,
             snapshot_time: None,

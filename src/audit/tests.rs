@@ -413,6 +413,11 @@ fn lists_schemas_the_definition_does_not_name() {
             "raw".into(),
             "scratch".into(),
         ],
+        // A table was once created in main (schema id 0), and dropped since.
+        &[
+            v(ObjectKind::Schema, 0, "main", None, 0),
+            v(ObjectKind::Table, 7, "oops", Some(0), 3),
+        ],
     );
     assert_eq!(
         rows.iter()
@@ -424,7 +429,15 @@ fn lists_schemas_the_definition_does_not_name() {
         ]
     );
     let off = config("[rules]\nsingle_writer = false\n");
-    let rows = unnamed_schemas(&off, off.catalog("lake").unwrap(), &["main".into()]);
+    let rows = unnamed_schemas(
+        &off,
+        off.catalog("lake").unwrap(),
+        &["main".into()],
+        &[
+            v(ObjectKind::Schema, 0, "main", None, 0),
+            v(ObjectKind::View, 8, "v", Some(0), 2),
+        ],
+    );
     assert_eq!(
         (rows[0].allowed, rows[0].note.clone()),
         (
@@ -529,5 +542,36 @@ fn names_the_entry_that_gives_each_written_schema_to_its_owner() {
                 Some("'dbt' wrote schema 'ci_1', which srdp.toml does not name")
             ),
         ]
+    );
+}
+
+#[test]
+fn ducklakes_own_main_is_flagged_only_once_something_was_written_to_it() {
+    let c = config("");
+    let def = c.catalog("lake").unwrap();
+    let live = ["main".to_string(), "raw".to_string()];
+    let fresh = [
+        v(ObjectKind::Schema, 0, "main", None, 0),
+        v(ObjectKind::Schema, 1, "raw", None, 1),
+        v(ObjectKind::Table, 2, "orders", Some(1), 1),
+    ];
+    assert_eq!(unnamed_schemas(&c, def, &live, &fresh), vec![]);
+    let written = [
+        fresh.as_slice(),
+        &[v(ObjectKind::Table, 3, "t", Some(0), 2)],
+    ]
+    .concat();
+    assert_eq!(
+        unnamed_schemas(&c, def, &live, &written)
+            .iter()
+            .map(|r| (r.schema.as_deref(), r.note.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![(
+            Some("main"),
+            Some(
+                "no writer may write it while single_writer is on; define \
+                 [catalogs.lake.schemas.main] with writer and layer, or drop it"
+            )
+        )]
     );
 }

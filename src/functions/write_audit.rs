@@ -17,7 +17,8 @@
 //! `owner` (the schema's writers in `srdp.toml`), `ownership` (the entry that gives it to them:
 //! `schema 'curated'`, `pattern 'dbt_*'`, `schema 'raw' of project 'acme'`, `layer 'raw' of
 //! project 'acme'`; NULL when none does), `allowed BOOLEAN, note`; then the
-//! `schema not in srdp.toml` rows, whose snapshot columns are NULL.
+//! `schema not in srdp.toml` rows, whose snapshot columns are NULL (DuckLake's own `main` only
+//! once a table or view was created in it, so a fresh lake audits clean).
 //! Errors: unknown catalog, catalog not attached, a `since :=` that is neither a snapshot id
 //! nor a timestamp.
 //!
@@ -115,7 +116,9 @@ impl SrdpFunction for WriteAudit {
                         b.catalog
                     ))
                 })?;
-            rows.extend(audit::unnamed_schemas(&b.config, &b.def, &schemas));
+            rows.extend(audit::unnamed_schemas(
+                &b.config, &b.def, &schemas, &versions,
+            ));
             Ok(rows)
         })?;
         Ok(rows
