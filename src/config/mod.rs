@@ -21,6 +21,7 @@
 //! | `locations` | one spelling per folder or S3 prefix ([`canonical`]), which overlap checks compare |
 //! | `names` | schema and catalog names compared as DuckDB resolves them ([`same_name`]) |
 //! | `patterns` | schema patterns (`"dbt_*"`): what a prefix matches ([`SchemaPattern`]), which overlap |
+//! | `vocabulary` | the closed sets of writers and layers (built-in plus `[custom]`), and "did you mean" |
 //! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
 //!
 //! The single_writer rule's verdict on a schema definition is [`crate::rules`]' own.
@@ -35,6 +36,7 @@ mod patterns;
 pub mod raw;
 mod span;
 mod validate;
+mod vocabulary;
 
 pub use locate::{load, locate, Sources, DEFAULT_FILE_NAME};
 pub use locations::{canonical, comparable};
@@ -52,6 +54,7 @@ pub use patterns::{
 };
 pub use span::line_of;
 pub use validate::parse;
+pub use vocabulary::{BUILTIN_LAYERS, BUILTIN_WRITERS};
 
 #[cfg(test)]
 mod tests;

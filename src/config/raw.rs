@@ -23,6 +23,22 @@ pub struct File {
     /// `[rules]`: the safety rules. Default: an empty table, so every rule is on.
     #[serde(default)]
     pub rules: Rules,
+    /// `[custom]`: writers and layers beyond the built-in ones. Default: none.
+    #[serde(default)]
+    pub custom: Custom,
+}
+
+/// `[custom]`: the names a schema entry may use beyond the built-in ones.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Custom {
+    /// Default: none. Writers beyond `dbt`, `dlt` and `io_manager` ([`super::BUILTIN_WRITERS`]).
+    #[serde(default)]
+    pub writers: Vec<Spanned<String>>,
+    /// Default: none. Layers beyond `curated`, `intermediate`, `marts`, `raw`, `serving` and
+    /// `staging` ([`super::BUILTIN_LAYERS`]); never `landing`.
+    #[serde(default)]
+    pub layers: Vec<Spanned<String>>,
 }
 
 /// Keys allowed both in `[defaults]` and in a catalog.
@@ -104,9 +120,10 @@ impl Catalog {
 #[serde(deny_unknown_fields)]
 pub struct Schema {
     /// Required, no default: the writer that owns the schema (a list only with `single_writer`
-    /// off).
+    /// off): a built-in writer or one declared under `[custom] writers`.
     pub writer: Spanned<Writers>,
-    /// Required, no default: raw | curated | serving | ... (never `landing`: the landing zone is
+    /// Required, no default: a built-in layer (raw, staging, intermediate, curated, marts,
+    /// serving) or one declared under `[custom] layers`; never `landing` (the landing zone is
     /// `landing_path`, a folder outside DuckLake).
     pub layer: Spanned<String>,
 }

@@ -496,3 +496,46 @@ mod discovery {
         assert_eq!(changed.known_catalogs(), "b, c");
     }
 }
+
+#[test]
+fn unknown_writers_and_layers_are_refused_with_the_known_names_and_the_closest() {
+    let schema = |writer: &str, layer: &str| {
+        format!("{MINIMAL}\n[catalogs.lake.schemas.raw]\nwriter = {writer}\nlayer = \"{layer}\"\n")
+    };
+    assert_eq!(
+        message(&schema("\"dtl\"", "raw")),
+        "/etc/srdp/srdp.toml:7: key 'catalogs.lake.schemas.raw.writer': unknown writer \"dtl\" \
+         (did you mean \"dlt\"?); known writers: dbt, dlt, io_manager. A writer of your own is \
+         declared under [custom] as writers = [\"dtl\"]"
+    );
+    assert_eq!(
+        message(&schema("\"dbt\"", "curatd")),
+        "/etc/srdp/srdp.toml:8: key 'catalogs.lake.schemas.raw.layer': unknown layer \"curatd\" \
+         (did you mean \"curated\"?); known layers: curated, intermediate, marts, raw, serving, \
+         staging. A layer of your own is declared under [custom] as layers = [\"curatd\"]"
+    );
+    assert_eq!(
+        message(&schema("[\"dlt\", \"airbyte\"]", "raw")),
+        "/etc/srdp/srdp.toml:7: key 'catalogs.lake.schemas.raw.writer': unknown writer \
+         \"airbyte\"; known writers: dbt, dlt, io_manager. A writer of your own is declared under \
+         [custom] as writers = [\"airbyte\"]"
+    );
+    // Declared names are known, and a typo of one is caught too.
+    let custom = "[custom]\nwriters = [\"reporting\"]\nlayers = [\"bronze\"]\n";
+    let c = parse_at(&format!("{custom}{}", schema("\"reporting\"", "bronze"))).unwrap();
+    assert_eq!(
+        c.catalog("lake").unwrap().schemas["raw"].writers,
+        ["reporting"]
+    );
+    assert_eq!(
+        message(&format!("{custom}{}", schema("\"reportng\"", "bronze"))),
+        "/etc/srdp/srdp.toml:10: key 'catalogs.lake.schemas.raw.writer': unknown writer \
+         \"reportng\" (did you mean \"reporting\"?); known writers: dbt, dlt, io_manager, \
+         reporting. A writer of your own is declared under [custom] as writers = [\"reportng\"]"
+    );
+    assert_eq!(
+        message("[custom]\nlayers = [\"landing\"]\n"),
+        "/etc/srdp/srdp.toml:2: key 'custom.layers': the landing zone is a folder outside \
+         DuckLake (landing_path), not a layer of schemas; remove \"landing\""
+    );
+}

@@ -20,6 +20,7 @@ use super::paths::{is_url, non_empty, resolve, with_trailing_slash};
 use super::patterns::{SchemaPattern, WILDCARD};
 use super::raw;
 use super::span::{invalid, line_of, syntax_error};
+use super::vocabulary::{closest, known, BUILTIN_LAYERS, BUILTIN_WRITERS};
 use crate::error::{Result, SrdpError};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -56,6 +57,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
             ),
         ));
     }
+    let names = vocabulary(&source, &file.custom)?;
     let mut catalogs = BTreeMap::new();
     for (name, spanned) in &file.catalogs {
         if name.trim().is_empty() {
@@ -70,6 +72,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Config> {
             name,
             defaults: &defaults,
             rules: &rules,
+            names: &names,
         };
         catalogs.insert(name.clone(), catalog(&scope, spanned.get_ref())?);
     }
@@ -110,6 +113,54 @@ pub(super) struct CatalogScope<'a> {
     pub(super) name: &'a str,
     defaults: &'a Tunables,
     pub(super) rules: &'a Rules,
+    names: &'a Vocabulary,
+}
+
+/// The writers and layers a schema entry may name: the built-in ones and `[custom]`'s.
+struct Vocabulary {
+    writers: Vec<String>,
+    layers: Vec<String>,
+}
+
+/// `[custom]`: each declared name non-empty, and no layer `landing`.
+fn vocabulary(file: &Source, raw: &raw::Custom) -> Result<Vocabulary> {
+    for (key, names) in [("writers", &raw.writers), ("layers", &raw.layers)] {
+        for n in names {
+            if n.get_ref().trim().is_empty() {
+                return Err(file.invalid(
+                    n.span(),
+                    format!("custom.{key}"),
+                    "a name must not be empty",
+                ));
+            }
+            if key == "layers" && n.get_ref() == LANDING_LAYER {
+                return Err(file.invalid(
+                    n.span(),
+                    "custom.layers".into(),
+                    "the landing zone is a folder outside DuckLake (landing_path), not a layer of \
+                     schemas; remove \"landing\"",
+                ));
+            }
+        }
+    }
+    let names = |v: &[Spanned<String>]| v.iter().map(|n| n.get_ref().clone()).collect::<Vec<_>>();
+    Ok(Vocabulary {
+        writers: known(&BUILTIN_WRITERS, &names(&raw.writers)),
+        layers: known(&BUILTIN_LAYERS, &names(&raw.layers)),
+    })
+}
+
+/// Why `name` is not one of `known` (a `kind`: writer or layer): the known names, the closest
+/// one when `name` looks like a typo of it, and how to declare a name of one's own.
+fn unknown_name(kind: &str, name: &str, known: &[String]) -> String {
+    let hint = closest(name, known)
+        .map(|k| format!(" (did you mean \"{k}\"?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown {kind} \"{name}\"{hint}; known {kind}s: {}. A {kind} of your own is declared \
+         under [custom] as {kind}s = [\"{name}\"]",
+        known.join(", ")
+    )
 }
 
 impl CatalogScope<'_> {
@@ -453,6 +504,20 @@ fn schema(cx: &CatalogScope, name: &str, raw: &raw::Schema) -> Result<SchemaDef>
                  folder or s3:// prefix outside the data path)",
                 c = cx.name
             ),
+        ));
+    }
+    if let Some(w) = writers.iter().find(|w| !cx.names.writers.contains(w)) {
+        return Err(cx.err(
+            raw.writer.span(),
+            &writer_key,
+            unknown_name("writer", w, &cx.names.writers),
+        ));
+    }
+    if !cx.names.layers.contains(raw.layer.get_ref()) {
+        return Err(cx.err(
+            raw.layer.span(),
+            &layer_key,
+            unknown_name("layer", raw.layer.get_ref(), &cx.names.layers),
         ));
     }
     let def = SchemaDef {

@@ -39,6 +39,9 @@ BACKENDS = {"sqlite": '"sqlite:catalog/lake.sqlite"', "duckdb": '"catalog/lake.d
 # analytics/marts: the IO manager's curated schemas; raw_io: its raw schema (the safety rules
 # apply); raw: dlt's; curated: dbt's; reports: another writer's. "misc" is named nowhere.
 CONFIG = """
+[custom]
+writers = ["reporting"]     # a writer of the file's own, beside dlt, dbt and io_manager
+
 [catalogs.lake]
 metadata = {metadata}
 data_path = "data/lake"

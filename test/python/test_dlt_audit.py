@@ -25,6 +25,9 @@ from conftest import write_config  # noqa: E402
 from srdp.ingest.dlt.audited import commit_label  # noqa: E402
 
 LAKE = """
+[custom]
+writers = ["ingest bot"]
+
 [catalogs.lake]
 metadata = "sqlite:catalog/lake.sqlite"
 data_path = "data/lake"
