@@ -46,7 +46,8 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from statistics import median
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,8 @@ class Settings:
     # Maintenance calls that must start and succeed inside the loading window: a call starved until
     # the loaders stop (it waits out the load instead of finishing under it) leaves fewer.
     min_calls: int = 5
+    # False: the loaders alone (the baseline their throughput beside maintenance is compared to).
+    maintain: bool = True
 
 
 SQLITE_TOML = """
@@ -355,8 +358,10 @@ def run(lake: Lake, settings: Settings, workdir: Path) -> Outcome:
     stop = workdir / "stop"
     workers: list[Worker] = []
     try:
-        maintainer = Worker("maintainer", {**base, "stop": str(stop)}, workdir, "maintainer")
-        workers.append(maintainer)
+        maintainer = None
+        if settings.maintain:
+            maintainer = Worker("maintainer", {**base, "stop": str(stop)}, workdir, "maintainer")
+            workers.append(maintainer)
         loaders = [Worker("loader", {**base, "loader": i}, workdir, f"loader{i}") for i in range(settings.loaders)]
         workers += loaders
         for w in workers:
@@ -365,7 +370,7 @@ def run(lake: Lake, settings: Settings, workdir: Path) -> Outcome:
             w.send("go")
         loaded = [w.result(timeout=settings.seconds + LOADER_BATCH_BUDGET_S + 120) for w in loaders]
         stop.touch()
-        calls = maintainer.result(timeout=MAINTAINER_GRACE_S)["calls"]
+        calls = maintainer.result(timeout=MAINTAINER_GRACE_S)["calls"] if maintainer else []
     finally:
         for w in workers:
             w.kill()
@@ -421,6 +426,12 @@ def during_load(outcome: Outcome) -> list[dict]:
     return [c for c in outcome.calls if "rows" in c and c["start"] >= start and c["end"] <= end]
 
 
+def loader_rate(outcome: Outcome) -> float:
+    """Batches the loaders committed per second of their loading window, all loaders together."""
+    window = max(r["end"] for r in outcome.loaders) - min(r["start"] for r in outcome.loaders)
+    return sum(len(r["committed"]) for r in outcome.loaders) / max(window, 1e-9)
+
+
 def summarize(outcome: Outcome) -> dict:
     calls = outcome.calls
     attempts = [a for a in (call_attempts(c) for c in calls) if a is not None]
@@ -438,7 +449,9 @@ def summarize(outcome: Outcome) -> dict:
         "failures by function": dict(Counter(f"srdp_{c['op']}" for c in calls if "error" in c)),
         "max attempts": max(attempts, default=0),
         "max call duration s": round(max((c["end"] - c["start"] for c in calls), default=0.0), 2),
+        "median call duration s": round(median([c["end"] - c["start"] for c in calls] or [0.0]), 2),
         "loader batches committed": sum(len(r["committed"]) for r in outcome.loaders),
+        "loader batches per s": round(loader_rate(outcome), 1),
         "loader batches retried": sum(r["retried_batches"] for r in outcome.loaders),
         "loader retries": sum(r["retries"] for r in outcome.loaders),
         "loader batches failed": sum(len(r["failed"]) for r in outcome.loaders),
@@ -491,16 +504,18 @@ def problems(outcome: Outcome) -> list[str]:
     return out + row_problems(outcome)
 
 
-def proof_gaps(outcome: Outcome) -> list[str]:
+def proof_gaps(outcome: Outcome, contention: bool = True) -> list[str]:
     """Why a run without problems would still prove nothing: too few maintenance calls that
-    started and succeeded inside the loading window, or none that met contention (needed a
-    retry)."""
+    started and succeeded inside the loading window, or (``contention``) none that met contention
+    (needed a retry; on PostgreSQL DuckLake's own commit retries may absorb it)."""
     s = summarize(outcome)
-    out = []
+    out: list[str] = []
+    if not outcome.settings.maintain:
+        return out
     if s["calls succeeded during load"] < outcome.settings.min_calls:
         out.append(f"only {s['calls succeeded during load']} maintenance calls succeeded while the loaders "
                    f"ran (at least {outcome.settings.min_calls} wanted)")
-    if s["max attempts"] < 2:
+    if contention and s["max attempts"] < 2:
         out.append("no maintenance call needed a retry: the maintenance never met contention")
     return out
 
@@ -537,6 +552,8 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder, removed unless --keep")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--out", type=Path, help="write the figures and problems as JSON")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the first run with the loaders alone (no throughput ratio)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -555,10 +572,13 @@ def main() -> int:
 
             # Outside the private temporary folder: the postgres user must reach the cluster.
             servers = servers_module.start(Path(tempfile.gettempdir()) / f"srdp-load-servers-{os.getpid()}")
-            lake = postgres_lake(servers, workdir / "lake", args.extra)
+            make = lambda name: postgres_lake(servers, workdir / name, args.extra)  # noqa: E731
         else:
-            lake = sqlite_lake(workdir / "lake", args.extra)
-        outcome = run(lake, settings, workdir / "run")
+            make = lambda name: sqlite_lake(workdir / name, args.extra)  # noqa: E731
+        alone = None
+        if not args.no_baseline:  # the same loaders on a lake of their own, nothing else running
+            alone = run(make("alone"), replace(settings, maintain=False), workdir / "alone")
+        outcome = run(make("lake"), settings, workdir / "run")
     finally:
         if servers is not None:
             servers.stop()
@@ -566,14 +586,21 @@ def main() -> int:
             import shutil
 
             shutil.rmtree(workdir, ignore_errors=True)
-    found, gaps = problems(outcome), proof_gaps(outcome)
+    found, gaps = problems(outcome), proof_gaps(outcome, contention=args.backend == "sqlite")
     print(report(outcome))
+    figures = summarize(outcome)
+    if alone is not None:
+        found += [f"loaders alone: {p}" for p in problems(alone)]
+        figures["loader batches per s alone"] = round(loader_rate(alone), 1)
+        figures["loader throughput beside maintenance / alone"] = round(loader_rate(outcome) / loader_rate(alone), 2)
+        print(f"loader batches per s alone  {figures['loader batches per s alone']}")
+        print(f"loader throughput beside maintenance / alone  {figures['loader throughput beside maintenance / alone']}")
     for p in found:
         print("PROBLEM:", p)
     for g in gaps:
         print("NOTE:", g)
     if args.out:
-        args.out.write_text(json.dumps({"figures": summarize(outcome), "problems": found, "gaps": gaps}, indent=2))
+        args.out.write_text(json.dumps({"figures": figures, "problems": found, "gaps": gaps}, indent=2))
     return 1 if found else 0
 
 
