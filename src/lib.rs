@@ -94,8 +94,9 @@ unsafe fn init(
     unsafe { register_config_setting(db)? };
     let con = unsafe { Connection::open_from_raw(db.cast())? };
     let runner = con.try_clone()?;
+    let lock_conn = con.try_clone()?;
     let shared = functions::Shared {
-        runner: Arc::new(runner::Runner::new(runner)),
+        runner: Arc::new(runner::Runner::new(runner, lock_conn)),
     };
     functions::register(&con, &shared)?;
     Ok(true)

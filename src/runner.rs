@@ -39,6 +39,9 @@ impl AttachStatus {
 
 struct Inner {
     conn: Connection,
+    /// srdp's second connection, which holds a SQLite catalog's write lock around a maintenance
+    /// step (see [`crate::maintenance::write_lock`]); opened in the entrypoint with `conn`.
+    lock_conn: Connection,
     /// Keyed by lower-case alias (DuckDB resolves database names case-insensitively).
     attached: BTreeMap<String, AttachSpec>,
     /// Per alias, the latest metadata snapshot srdp saw (at attach, then at each planning
@@ -53,10 +56,11 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(conn: Connection) -> Self {
+    pub fn new(conn: Connection, lock_conn: Connection) -> Self {
         Runner {
             inner: Mutex::new(Inner {
                 conn,
+                lock_conn,
                 attached: BTreeMap::new(),
                 seen: BTreeMap::new(),
             }),
@@ -136,7 +140,9 @@ impl Runner {
         let mut inner = self.lock();
         let spec = inner.lake(catalog, writer_for)?;
         let key = spec.alias.to_lowercase();
-        let lake = Lake::new(&inner.conn, &spec).with_seen(inner.seen.get(&key).copied());
+        let lake = Lake::new(&inner.conn, &spec)
+            .with_seen(inner.seen.get(&key).copied())
+            .with_write_lock(&inner.lock_conn);
         let result = work(&lake);
         let seen = lake.seen();
         drop(lake);

@@ -239,6 +239,7 @@ impl Lake<'_> {
                 &message,
                 explicit,
                 &statement,
+                true,
                 done,
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;

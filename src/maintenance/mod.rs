@@ -9,6 +9,7 @@
 
 pub mod batched;
 pub mod planner;
+pub mod write_lock;
 
 use crate::attach::AttachSpec;
 use crate::audit;
@@ -45,6 +46,9 @@ pub struct Lake<'a> {
     listing: std::cell::OnceCell<Listing>,
     /// The caller's [`CALLER_SETTINGS`] for this call (see [`Lake::use_caller_settings`]).
     caller: std::cell::RefCell<Vec<(String, Option<String>)>>,
+    /// A SQLite catalog's write lock, held by steps after one lost its commit (see
+    /// [`write_lock`]); `None` for other catalogs.
+    write_lock: Option<write_lock::WriteLock<'a>>,
 }
 
 /// What the first read of a call says about the catalog ([`MetadataTables::listing`]).
@@ -84,6 +88,10 @@ pub enum StepMode<'a> {
         /// The step flips `auto_compact`: after a failed attempt the catalog is re-attached,
         /// because DuckLake keeps the flipped value in memory after a ROLLBACK.
         flips: bool,
+        /// The statement writes the metadata only at `COMMIT` (a merge), so srdp may hold a
+        /// SQLite catalog's write lock around it ([`write_lock`]). A flush deletes the inlined
+        /// rows it wrote out during the statement, which the held lock would refuse.
+        lockable: bool,
     },
 }
 
@@ -114,7 +122,21 @@ impl<'a> Lake<'a> {
             own: std::cell::Cell::new(0),
             listing: std::cell::OnceCell::new(),
             caller: std::cell::RefCell::new(Vec::new()),
+            write_lock: None,
         }
+    }
+
+    /// This lake with `lock_conn` to hold the catalog's write lock, for a SQLite catalog (see
+    /// [`write_lock`]); other catalogs need none.
+    pub fn with_write_lock(mut self, lock_conn: &'a Connection) -> Self {
+        if let ("sqlite", Some(file)) = (self.spec.backend, self.spec.metadata_file.as_deref()) {
+            self.write_lock = Some(write_lock::WriteLock::new(
+                lock_conn,
+                file,
+                &self.spec.alias,
+            ));
+        }
+        self
     }
 
     /// This lake with the snapshot srdp saw last (see [`Lake::seen`]).
@@ -405,10 +427,25 @@ impl<'a> Lake<'a> {
         loop {
             attempt += 1;
             let outcome = match mode {
-                StepMode::BoundInOneTransaction { before, after, .. } => {
-                    run_in_one_transaction(self.conn, before, statement, after, &row)
+                StepMode::BoundInOneTransaction {
+                    before,
+                    after,
+                    lockable,
+                    ..
+                } => {
+                    let lock = self.write_lock.as_ref().filter(|l| lockable && l.wanted());
+                    match lock.map(|l| l.take(started + policy.max_retry)) {
+                        Some(Err(message)) => Err(message),
+                        _ => {
+                            run_in_one_transaction(self.conn, before, statement, after, lock, &row)
+                                .map_err(|e| e.to_string())
+                        }
+                    }
                 }
-                StepMode::Autocommit => self.conn.query_row(statement, [], &row),
+                StepMode::Autocommit => self
+                    .conn
+                    .query_row(statement, [], &row)
+                    .map_err(|e| e.to_string()),
             };
             if outcome.is_err()
                 && matches!(mode, StepMode::BoundInOneTransaction { flips: true, .. })
@@ -422,8 +459,11 @@ impl<'a> Lake<'a> {
                         attempts: attempt,
                     });
                 }
-                Err(e) => crate::redact::redact(&e.to_string()),
+                Err(e) => crate::redact::redact(&e),
             };
+            if let Some(lock) = &self.write_lock {
+                lock.note_failure(&message);
+            }
             let class = plan::classify(&message);
             let wait = (class == Failure::Retryable)
                 .then(|| policy.next_wait(attempt, started.elapsed(), jitter.draw()))
@@ -505,6 +545,7 @@ impl<'a> Lake<'a> {
             &message,
             explicit,
             &statement,
+            false,
             done,
             |r| r.get(0),
         )?;
@@ -539,6 +580,7 @@ impl<'a> Lake<'a> {
             &message,
             explicit,
             &statement,
+            true,
             done,
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -558,6 +600,7 @@ impl<'a> Lake<'a> {
         message: &str,
         explicit: Option<OptionScope>,
         statement: &str,
+        lockable: bool,
         done: &[String],
         row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
     ) -> Result<Stepped<T>> {
@@ -569,6 +612,7 @@ impl<'a> Lake<'a> {
                 before: &before,
                 after: &after,
                 flips: explicit.is_some(),
+                lockable,
             },
             statement,
             done,
@@ -740,9 +784,15 @@ fn run_in_one_transaction<T>(
     before: &str,
     statement: &str,
     after: &str,
+    lock: Option<&write_lock::WriteLock>,
     row: impl FnOnce(&duckdb::Row) -> duckdb::Result<T>,
 ) -> duckdb::Result<T> {
-    conn.execute_batch("BEGIN TRANSACTION")?;
+    if let Err(e) = conn.execute_batch("BEGIN TRANSACTION") {
+        if let Some(lock) = lock {
+            lock.release();
+        }
+        return Err(e);
+    }
     let outcome = conn
         .execute_batch(before)
         .and_then(|()| conn.query_row(statement, [], row))
@@ -753,7 +803,16 @@ fn run_in_one_transaction<T>(
                 conn.execute_batch(after).map(|()| value)
             }
         })
-        .and_then(|value| conn.execute_batch("COMMIT").map(|()| value));
+        .and_then(|value| {
+            // The lock is released right before the commit, which needs it.
+            if let Some(lock) = lock {
+                lock.release();
+            }
+            conn.execute_batch("COMMIT").map(|()| value)
+        });
+    if let Some(lock) = lock {
+        lock.release();
+    }
     if outcome.is_err() {
         // A failed statement leaves the transaction open and aborted, a failed COMMIT may too;
         // when there is none, ROLLBACK fails harmlessly ("no transaction is active").

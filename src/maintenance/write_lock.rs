@@ -1,0 +1,212 @@
+//! srdp's hold of a SQLite catalog's write lock around a maintenance step that lost its commit.
+//!
+//! Why a step loses beside busy writers (test_sqlite_commit_contention.py pins each fact):
+//!
+//! * DuckLake on SQLite runs each transaction's metadata work in one deferred SQLite
+//!   transaction: its first read (the snapshot) starts a WAL read transaction, and the commit
+//!   later upgrades it to a write transaction.
+//! * SQLite refuses that upgrade at once with `SQLITE_BUSY` when another connection committed
+//!   after the read began (the read snapshot is stale), and also when another connection holds
+//!   the write lock at that moment: SQLite calls the busy handler only for a connection with no
+//!   transaction open, so `META_BUSY_TIMEOUT` never applies to a DuckLake commit.
+//! * DuckLake 1.0's commit loop retries conflicts, not `database is locked`: the whole step
+//!   fails, and srdp runs it again with its Parquet work.
+//!
+//! A flush or merge takes tens of milliseconds to seconds from its first read to its commit;
+//! loaders committing back to back (one commit every ~17 ms with two) land a commit inside
+//! nearly every such window, so the step lost every attempt until the loaders stopped.
+//!
+//! So once a step of a call has lost its commit with `database is locked`, srdp runs that call's
+//! later merge attempts holding the catalog's write lock (a merge writes the metadata only at
+//! its commit; a flush deletes the rows it wrote out during its statement, which the held lock
+//! would refuse, so flushes keep srdp's plain retries): a second connection of srdp's attaches the
+//! metadata file through sqlite_scanner without a busy timeout and starts a write transaction
+//! (an `UPDATE ... WHERE 0`, which changes nothing), polling every few milliseconds until it gets
+//! the lock. Then no other commit can land while the step works; srdp releases the lock (a
+//! `ROLLBACK` of that empty write) right before the step's `COMMIT`. Writers that try to commit
+//! during the hold get `database is locked` at once, as they do beside any other writer on a
+//! SQLite catalog, and retry; a call waits at least as long as it held the lock before taking it
+//! again, so writers keep at least half of the time.
+
+use crate::sql::{Ident, Literal};
+use duckdb::Connection;
+use std::cell::Cell;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Longest pause between two tries to take the lock: writers hold it for a few milliseconds.
+pub const POLL_MS: u64 = 5;
+
+/// The alias srdp's lock connection attaches a catalog's metadata file under.
+pub fn alias(catalog_alias: &str) -> String {
+    format!("__srdp_write_lock_{}", catalog_alias.to_lowercase())
+}
+
+/// `ATTACH` of the metadata file for the lock: sqlite_scanner, no busy timeout (a busy lock fails
+/// at once, and srdp polls).
+pub fn attach_sql(file: &Path, lock_alias: &str) -> String {
+    format!(
+        "ATTACH {} AS {} (TYPE sqlite, BUSY_TIMEOUT 0)",
+        Literal::new(&file.display().to_string()),
+        Ident::new(lock_alias)
+    )
+}
+
+/// The statement that takes the write lock inside the lock connection's transaction: a write
+/// that changes nothing (`RETURNING`, because `sqlite_query` wants a result).
+pub fn take_sql(lock_alias: &str) -> String {
+    format!(
+        "SELECT count(*) FROM sqlite_query({}, 'UPDATE ducklake_metadata SET key = key WHERE 0 RETURNING key')",
+        Literal::new(lock_alias)
+    )
+}
+
+/// `DETACH` of the lock's attachment.
+pub fn detach_sql(lock_alias: &str) -> String {
+    format!("DETACH DATABASE IF EXISTS {}", Ident::new(lock_alias))
+}
+
+/// Whether a failed step lost its commit to another writer on SQLite.
+pub fn lost_commit(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("database is locked")
+}
+
+/// The wait before taking the lock again: as long as it was held last time, minus the time since
+/// it was released (`None`: no wait).
+pub fn yield_for(held: Duration, since_release: Duration) -> Option<Duration> {
+    held.checked_sub(since_release).filter(|d| !d.is_zero())
+}
+
+/// The write lock of one SQLite catalog, on srdp's lock connection.
+pub struct WriteLock<'a> {
+    conn: &'a Connection,
+    file: &'a Path,
+    alias: String,
+    /// A step of this call lost its commit to another writer: later attempts hold the lock.
+    contended: Cell<bool>,
+    /// When the lock was taken (held now) or the last hold: (taken, released).
+    taken: Cell<Option<Instant>>,
+    last: Cell<Option<(Duration, Instant)>>,
+}
+
+impl<'a> WriteLock<'a> {
+    pub fn new(conn: &'a Connection, file: &'a Path, catalog_alias: &str) -> Self {
+        WriteLock {
+            conn,
+            file,
+            alias: alias(catalog_alias),
+            contended: Cell::new(false),
+            taken: Cell::new(None),
+            last: Cell::new(None),
+        }
+    }
+
+    /// Records a failed attempt; after a lost commit, later attempts hold the lock.
+    pub fn note_failure(&self, message: &str) {
+        if lost_commit(message) {
+            self.contended.set(true);
+        }
+    }
+
+    /// Whether the next attempt holds the lock.
+    pub fn wanted(&self) -> bool {
+        self.contended.get()
+    }
+
+    /// Takes the lock, polling until `deadline`; the error says why it could not (a message
+    /// with `database is locked` when another writer kept it, so the step's retry policy
+    /// decides what happens next).
+    pub fn take(&self, deadline: Instant) -> Result<(), String> {
+        if let Some((held, released)) = self.last.get() {
+            if let Some(wait) = yield_for(held, released.elapsed()) {
+                std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
+            }
+        }
+        self.conn
+            .execute_batch(&attach_sql(self.file, &self.alias))
+            .map_err(|e| {
+                format!(
+                    "srdp could not attach the catalog's metadata file to take its write lock: {e}"
+                )
+            })?;
+        let take = take_sql(&self.alias);
+        let mut jitter = crate::retry::Jitter::from_clock();
+        loop {
+            let attempt = self
+                .conn
+                .execute_batch("BEGIN TRANSACTION")
+                .and_then(|()| self.conn.query_row(&take, [], |_| Ok(())));
+            match attempt {
+                Ok(()) => {
+                    self.taken.set(Some(Instant::now()));
+                    return Ok(());
+                }
+                Err(e) => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    let message = e.to_string();
+                    if !lost_commit(&message) || Instant::now() >= deadline {
+                        let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+                        return Err(format!(
+                            "srdp could not take the catalog's write lock for the step: {message}"
+                        ));
+                    }
+                    let pause = Duration::from_millis(POLL_MS).mul_f64(0.5 + jitter.draw());
+                    std::thread::sleep(pause);
+                }
+            }
+        }
+    }
+
+    /// Releases the lock if it is held (a `ROLLBACK` of the empty write, then `DETACH`); safe to
+    /// call again.
+    pub fn release(&self) {
+        if let Some(taken) = self.taken.take() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.last.set(Some((taken.elapsed(), Instant::now())));
+        }
+        let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+    }
+}
+
+impl Drop for WriteLock<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_statements() {
+        let lock = alias("Lake");
+        assert_eq!(lock, "__srdp_write_lock_lake");
+        assert_eq!(
+            attach_sql(Path::new("/c/it's.sqlite"), &lock),
+            "ATTACH '/c/it''s.sqlite' AS \"__srdp_write_lock_lake\" (TYPE sqlite, BUSY_TIMEOUT 0)"
+        );
+        assert_eq!(
+            take_sql(&lock),
+            "SELECT count(*) FROM sqlite_query('__srdp_write_lock_lake', 'UPDATE ducklake_metadata SET key = key WHERE 0 RETURNING key')"
+        );
+        assert_eq!(
+            detach_sql(&lock),
+            "DETACH DATABASE IF EXISTS \"__srdp_write_lock_lake\""
+        );
+    }
+
+    #[test]
+    fn only_a_lost_commit_asks_for_the_lock() {
+        assert!(lost_commit("TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nFailed to flush changes into DuckLake: database is locked"));
+        assert!(!lost_commit("Transaction conflict - attempting to compact table with index \"1\" - but another transaction has compacted it"));
+    }
+
+    #[test]
+    fn a_call_yields_as_long_as_it_held() {
+        let ms = Duration::from_millis;
+        assert_eq!(yield_for(ms(300), ms(100)), Some(ms(200)));
+        assert_eq!(yield_for(ms(300), ms(300)), None);
+        assert_eq!(yield_for(ms(300), ms(900)), None);
+    }
+}
