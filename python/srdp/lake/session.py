@@ -127,6 +127,10 @@ class WriteResult:
     rows_by_partition: dict[str, int] = field(default_factory=dict)
 
 
+#: Writes run again after a re-attach for DuckLake's stale inlined-data table, at most.
+STALE_RETRIES = 3
+
+
 class LakeSession:
     """One DuckDB connection with srdp for a (definition file, catalog) in this process."""
 
@@ -230,7 +234,7 @@ class LakeSession:
             raise ValueError("write_many needs at least one write")
         self.attach("writer")
         started = time.monotonic()
-        attempt = 0
+        attempt = stale_retries = 0
         data = [source() for _, source in writes]
         while True:
             attempt += 1
@@ -246,11 +250,16 @@ class LakeSession:
                     attempt=attempt,
                     elapsed_ms=int((time.monotonic() - started) * 1000),
                 )[0]
-                if decision["failure"] == "stale inlined table":
+                stale = decision["failure"] == "stale inlined table"
+                if stale:
+                    # DuckLake 1.0's stale inlined-data table (duckdb/ducklake#1305): another
+                    # process flushed what this instance cached. The write rolled back; after
+                    # the re-attach it runs again (a few times at most, with no wait).
                     with self.lock:
                         srdp.call(self.con, "srdp_attach_catalog", self.catalog, role="writer", refresh=True)
+                    stale_retries += 1
                 names = ", ".join(plan.table.name for plan, _ in writes)
-                if not decision["retry"]:
+                if not decision["retry"] and not (stale and stale_retries <= STALE_RETRIES):
                     raise LakeError(
                         f"writing {names} failed after {attempt} attempt(s); nothing was "
                         f"written (the transaction rolled back): {message}"
