@@ -230,10 +230,15 @@ impl MetadataTables {
     /// which only makes its groups smaller), so `mergeable < 2` proves it has nothing to merge.
     /// `tables`: only these table ids (a call on a few datasets reads only their files).
     pub fn merge_plan(&self, target_bytes: u64, tables: Option<&[i64]>) -> String {
-        let only = tables.map_or(String::new(), |ids| {
-            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
-            format!(" AND table_id IN ({})", ids.join(", "))
-        });
+        let only = match tables {
+            None => String::new(),
+            // A lake with no tables: `IN ()` is a syntax error, and there is nothing to read.
+            Some([]) => " AND false".to_string(),
+            Some(ids) => {
+                let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+                format!(" AND table_id IN ({})", ids.join(", "))
+            }
+        };
         format!(
             "WITH live AS (SELECT table_id, data_file_id, partition_id, file_size_bytes FROM {} \
              WHERE end_snapshot IS NULL{only}), \
@@ -522,6 +527,9 @@ mod tests {
         assert!(m
             .merge_plan(100, Some(&[3, 5]))
             .contains("WHERE end_snapshot IS NULL AND table_id IN (3, 5)), "));
+        assert!(m
+            .merge_plan(100, Some(&[]))
+            .contains("WHERE end_snapshot IS NULL AND false), "));
         assert_eq!(
             MetadataTables::new("l", "meta").live_files_of(3),
             "SELECT count(*)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" WHERE table_id = 3 AND end_snapshot IS NULL"
