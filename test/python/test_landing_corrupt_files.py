@@ -165,14 +165,18 @@ def test_parquet_files_of_one_load_with_conflicting_column_types_quarantine_it(t
     assert raw_state(cfg) == before
 
 
-def test_in_dagster_the_reason_is_in_the_check_and_the_promotion_run_succeeds(tmp_path: Path) -> None:
+def test_in_dagster_the_reason_is_in_the_check_and_the_blocking_check_fails_the_step(tmp_path: Path) -> None:
+    """The landing_loads check is blocking (docs/landing-zone.md): a quarantined load fails the
+    promotion step, so nothing downstream runs on stale input; the reason is in the check."""
     cfg, dest, io, (first, bad, after) = land(tmp_path)
     name, problem = truncate(tmp_path / "landing" / "landing" / "orders", bad)
     before = raw_state(cfg)
     promoted = srdp_landing_assets(dest, {"orders": CHILDREN}, keys={"orders": ["id"]})
 
-    result = dg.materialize(promoted, resources={"io_manager": io})
-    assert result.success
+    result = dg.materialize(promoted, resources={"io_manager": io}, raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "1 blocking asset check failed with ERROR severity" in str(failure.event_specific_data.error)
     (check,) = result.get_asset_check_evaluations()
     assert (check.check_name, check.passed, check.severity) == ("landing_loads", False, dg.AssetCheckSeverity.ERROR)
     assert check.metadata["quarantined"].value == (
