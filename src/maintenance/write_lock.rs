@@ -84,6 +84,8 @@ pub struct WriteLock<'a> {
     alias: String,
     /// A step of this call lost its commit to another writer: later attempts hold the lock.
     contended: Cell<bool>,
+    /// The metadata file is attached on the lock connection (only `DETACH` then).
+    attached: Cell<bool>,
     /// When the lock was taken (held now) or the last hold: (taken, released).
     taken: Cell<Option<Instant>>,
     last: Cell<Option<(Duration, Instant)>>,
@@ -96,6 +98,7 @@ impl<'a> WriteLock<'a> {
             file,
             alias: alias(catalog_alias),
             contended: Cell::new(false),
+            attached: Cell::new(false),
             taken: Cell::new(None),
             last: Cell::new(None),
         }
@@ -129,6 +132,7 @@ impl<'a> WriteLock<'a> {
                     "srdp could not attach the catalog's metadata file to take its write lock: {e}"
                 )
             })?;
+        self.attached.set(true);
         let take = take_sql(&self.alias);
         let mut jitter = crate::retry::Jitter::from_clock();
         loop {
@@ -145,7 +149,7 @@ impl<'a> WriteLock<'a> {
                     let _ = self.conn.execute_batch("ROLLBACK");
                     let message = e.to_string();
                     if !lost_commit(&message) || Instant::now() >= deadline {
-                        let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+                        self.detach();
                         return Err(format!(
                             "srdp could not take the catalog's write lock for the step: {message}"
                         ));
@@ -164,7 +168,15 @@ impl<'a> WriteLock<'a> {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.last.set(Some((taken.elapsed(), Instant::now())));
         }
-        let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+        self.detach();
+    }
+
+    /// Detaches the metadata file if this lock attached it (a call that never took the lock
+    /// runs nothing here).
+    fn detach(&self) {
+        if self.attached.replace(false) {
+            let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+        }
     }
 }
 
