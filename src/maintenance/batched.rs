@@ -20,7 +20,7 @@
 //! are DuckLake's own. The layout can differ from one unbounded call's when the small files add
 //! up to more than the target size (stage 2 packs stage 1's outputs, not the original files).
 
-use super::{Lake, Stepped};
+use super::{Lake, LockUse, Stepped};
 use crate::error::{Result, SrdpError};
 use crate::plan::{Dataset, OptionScope};
 use crate::sql::{self, Ident, Literal};
@@ -239,7 +239,7 @@ impl Lake<'_> {
                 &message,
                 explicit,
                 &statement,
-                true,
+                LockUse::HoldUntilCommit,
                 done,
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;

@@ -88,11 +88,22 @@ pub enum StepMode<'a> {
         /// The step flips `auto_compact`: after a failed attempt the catalog is re-attached,
         /// because DuckLake keeps the flipped value in memory after a ROLLBACK.
         flips: bool,
-        /// The statement writes the metadata only at `COMMIT` (a merge), so srdp may hold a
-        /// SQLite catalog's write lock around it ([`write_lock`]). A flush deletes the inlined
-        /// rows it wrote out during the statement, which the held lock would refuse.
-        lockable: bool,
+        /// How the step uses a SQLite catalog's write lock once a step of the call lost its
+        /// commit ([`write_lock`]).
+        lock: LockUse,
     },
+}
+
+/// How a step uses a SQLite catalog's write lock after a lost commit ([`write_lock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockUse {
+    /// Held from before the statement until right before its `COMMIT`: a merge writes the
+    /// metadata only at its commit.
+    HoldUntilCommit,
+    /// Held for a moment and released right before the statement: a flush deletes the inlined
+    /// rows it wrote out during its statement, which a held lock would refuse. The writers
+    /// that met the held lock back off, and the flush runs in the gap they leave.
+    ClearBeforeStatement,
 }
 
 /// What a flush step did.
@@ -430,17 +441,22 @@ impl<'a> Lake<'a> {
                 StepMode::BoundInOneTransaction {
                     before,
                     after,
-                    lockable,
+                    lock: use_lock,
                     ..
                 } => {
-                    let lock = self.write_lock.as_ref().filter(|l| lockable && l.wanted());
-                    match lock.map(|l| l.take(started + policy.max_retry)) {
-                        Some(Err(message)) => Err(message),
-                        _ => {
-                            run_in_one_transaction(self.conn, before, statement, after, lock, &row)
-                                .map_err(|e| e.to_string())
+                    let deadline = started + policy.max_retry;
+                    let lock = self.write_lock.as_ref().filter(|l| l.wanted());
+                    let held = match (lock, use_lock) {
+                        (None, _) => Ok(None),
+                        (Some(l), LockUse::HoldUntilCommit) => l.take(deadline).map(|()| Some(l)),
+                        (Some(l), LockUse::ClearBeforeStatement) => {
+                            l.clear_the_way(deadline).map(|()| None)
                         }
-                    }
+                    };
+                    held.and_then(|held| {
+                        run_in_one_transaction(self.conn, before, statement, after, held, &row)
+                            .map_err(|e| e.to_string())
+                    })
                 }
                 StepMode::Autocommit => self
                     .conn
@@ -545,7 +561,7 @@ impl<'a> Lake<'a> {
             &message,
             explicit,
             &statement,
-            false,
+            LockUse::ClearBeforeStatement,
             done,
             |r| r.get(0),
         )?;
@@ -580,7 +596,7 @@ impl<'a> Lake<'a> {
             &message,
             explicit,
             &statement,
-            true,
+            LockUse::HoldUntilCommit,
             done,
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -600,7 +616,7 @@ impl<'a> Lake<'a> {
         message: &str,
         explicit: Option<OptionScope>,
         statement: &str,
-        lockable: bool,
+        lock: LockUse,
         done: &[String],
         row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
     ) -> Result<Stepped<T>> {
@@ -612,7 +628,7 @@ impl<'a> Lake<'a> {
                 before: &before,
                 after: &after,
                 flips: explicit.is_some(),
-                lockable,
+                lock,
             },
             statement,
             done,

@@ -16,17 +16,27 @@
 //! loaders committing back to back (one commit every ~17 ms with two) land a commit inside
 //! nearly every such window, so the step lost every attempt until the loaders stopped.
 //!
-//! So once a step of a call has lost its commit with `database is locked`, srdp runs that call's
-//! later merge attempts holding the catalog's write lock (a merge writes the metadata only at
-//! its commit; a flush deletes the rows it wrote out during its statement, which the held lock
-//! would refuse, so flushes keep srdp's plain retries): a second connection of srdp's attaches the
+//! So once a step of a call has lost its commit with `database is locked`, srdp's later attempts
+//! in that call take the catalog's write lock: a second connection of srdp's attaches the
 //! metadata file through sqlite_scanner without a busy timeout and starts a write transaction
 //! (an `UPDATE ... WHERE 0`, which changes nothing), polling every few milliseconds until it gets
-//! the lock. Then no other commit can land while the step works; srdp releases the lock (a
-//! `ROLLBACK` of that empty write) right before the step's `COMMIT`. Writers that try to commit
-//! during the hold get `database is locked` at once, as they do beside any other writer on a
-//! SQLite catalog, and retry; a call waits at least as long as it held the lock before taking it
-//! again, so writers keep at least half of the time.
+//! the lock. Writers that try to commit during a hold get `database is locked` at once, as they
+//! do beside any other writer on a SQLite catalog, and retry after their back-off.
+//!
+//! * A merge writes the metadata only at its commit: srdp holds the lock while the merge works
+//!   and releases it (a `ROLLBACK` of the empty write) right before the step's `COMMIT`, so no
+//!   other commit can land in between ([`WriteLock::take`]).
+//! * A flush deletes the inlined rows it wrote out during its statement, and that write needs
+//!   the lock itself (a held lock refuses it, and the flush's first read has already begun its
+//!   SQLite transaction, so it cannot wait). srdp holds the lock for a moment before the flush
+//!   and releases it right before the statement ([`WriteLock::clear_the_way`]): every writer
+//!   that meets the held lock fails its commit at once and backs off (srdp's own retries and the
+//!   platform's loaders double their waits), and the flush, whose window from first read to
+//!   that delete is a few to a few tens of milliseconds, runs in the gap they leave. A flush that
+//!   still loses holds twice as long next time, up to [`CLEAR_MAX_MS`].
+//!
+//! A call waits at least as long as it held the lock before taking it again, so writers keep at
+//! least half of the time.
 
 use crate::sql::{Ident, Literal};
 use duckdb::Connection;
@@ -36,6 +46,17 @@ use std::time::{Duration, Instant};
 
 /// Longest pause between two tries to take the lock: writers hold it for a few milliseconds.
 pub const POLL_MS: u64 = 5;
+
+/// The first hold before a flush ([`WriteLock::clear_the_way`]): long enough for writers
+/// retrying every 10-100 ms to fail a few times and back off past a flush's window.
+pub const CLEAR_FIRST_MS: u64 = 100;
+/// The longest hold before a flush: the hold doubles each time a flush after one still lost.
+pub const CLEAR_MAX_MS: u64 = 1_600;
+
+/// The hold before a call's flush when `clears` flushes of the call were cleared for before.
+pub fn clear_hold(clears: u32) -> Duration {
+    Duration::from_millis((CLEAR_FIRST_MS << clears.min(16)).min(CLEAR_MAX_MS))
+}
 
 /// The alias srdp's lock connection attaches a catalog's metadata file under.
 pub fn alias(catalog_alias: &str) -> String {
@@ -89,6 +110,8 @@ pub struct WriteLock<'a> {
     /// When the lock was taken (held now) or the last hold: (taken, released).
     taken: Cell<Option<Instant>>,
     last: Cell<Option<(Duration, Instant)>>,
+    /// Flushes of this call the lock cleared the way for ([`clear_hold`]).
+    clears: Cell<u32>,
 }
 
 impl<'a> WriteLock<'a> {
@@ -101,6 +124,7 @@ impl<'a> WriteLock<'a> {
             attached: Cell::new(false),
             taken: Cell::new(None),
             last: Cell::new(None),
+            clears: Cell::new(0),
         }
     }
 
@@ -125,14 +149,16 @@ impl<'a> WriteLock<'a> {
                 std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
             }
         }
-        self.conn
-            .execute_batch(&attach_sql(self.file, &self.alias))
-            .map_err(|e| {
-                format!(
+        if !self.attached.get() {
+            self.conn
+                .execute_batch(&attach_sql(self.file, &self.alias))
+                .map_err(|e| {
+                    format!(
                     "srdp could not attach the catalog's metadata file to take its write lock: {e}"
                 )
-            })?;
-        self.attached.set(true);
+                })?;
+            self.attached.set(true);
+        }
         let take = take_sql(&self.alias);
         let mut jitter = crate::retry::Jitter::from_clock();
         loop {
@@ -149,7 +175,6 @@ impl<'a> WriteLock<'a> {
                     let _ = self.conn.execute_batch("ROLLBACK");
                     let message = e.to_string();
                     if !lost_commit(&message) || Instant::now() >= deadline {
-                        self.detach();
                         return Err(format!(
                             "srdp could not take the catalog's write lock for the step: {message}"
                         ));
@@ -161,14 +186,25 @@ impl<'a> WriteLock<'a> {
         }
     }
 
-    /// Releases the lock if it is held (a `ROLLBACK` of the empty write, then `DETACH`); safe to
-    /// call again.
+    /// Clears the way for a flush: takes the lock, holds it for [`clear_hold`] (cut at
+    /// `deadline`) while writers fail their commits and back off, and releases it, so the flush
+    /// that follows at once finds no writer about to commit.
+    pub fn clear_the_way(&self, deadline: Instant) -> Result<(), String> {
+        self.take(deadline)?;
+        let hold = clear_hold(self.clears.get());
+        self.clears.set(self.clears.get().saturating_add(1));
+        std::thread::sleep(hold.min(deadline.saturating_duration_since(Instant::now())));
+        self.release();
+        Ok(())
+    }
+
+    /// Releases the lock if it is held (a `ROLLBACK` of the empty write; the metadata file stays
+    /// attached for the call's next hold); safe to call again.
     pub fn release(&self) {
         if let Some(taken) = self.taken.take() {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.last.set(Some((taken.elapsed(), Instant::now())));
         }
-        self.detach();
     }
 
     /// Detaches the metadata file if this lock attached it (a call that never took the lock
@@ -183,6 +219,7 @@ impl<'a> WriteLock<'a> {
 impl Drop for WriteLock<'_> {
     fn drop(&mut self) {
         self.release();
+        self.detach();
     }
 }
 
@@ -212,6 +249,13 @@ mod tests {
     fn only_a_lost_commit_asks_for_the_lock() {
         assert!(lost_commit("TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nFailed to flush changes into DuckLake: database is locked"));
         assert!(!lost_commit("Transaction conflict - attempting to compact table with index \"1\" - but another transaction has compacted it"));
+    }
+
+    #[test]
+    fn the_hold_before_a_flush_doubles_up_to_its_cap() {
+        let ms: Vec<u128> = (0..7).map(|c| clear_hold(c).as_millis()).collect();
+        assert_eq!(ms, vec![100, 200, 400, 800, 1600, 1600, 1600]);
+        assert_eq!(clear_hold(u32::MAX).as_millis(), 1600);
     }
 
     #[test]
