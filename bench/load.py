@@ -101,6 +101,9 @@ class Settings:
     min_calls: int = 5
     # False: the loaders alone (the baseline their throughput beside maintenance is compared to).
     maintain: bool = True
+    # The catalog's max_retry_seconds when the run sets one (--extra): a call that takes longer
+    # than that is a problem, since each of its steps must commit inside that budget.
+    max_call_s: float | None = None
 
 
 SQLITE_TOML = """
@@ -215,6 +218,9 @@ def work_maintainer(spec: dict) -> dict:
     import srdp
 
     con = _open(spec)
+    for statement in os.environ.get("SRDP_LOAD_MAINTAINER_SQL", "").split(";"):
+        if statement.strip():
+            con.execute(statement)
     _ready_then_wait()
     calls: list[dict] = []
     stop = Path(spec["stop"])
@@ -496,6 +502,9 @@ def problems(outcome: Outcome) -> list[str]:
                        f"({call_attempts(c)} attempts): {c['error']}")
         elif {(r["schema_name"], r["table_name"]) for r in c["rows"]} != {("main", t) for t in TABLES}:
             out.append(f"srdp_{c['op']} returned rows for other datasets: {c['rows']}")
+        limit = outcome.settings.max_call_s
+        if limit is not None and c["end"] - c["start"] > limit:
+            out.append(f"srdp_{c['op']} took {c['end'] - c['start']:.1f} s, longer than max_retry_seconds = {limit:g}")
     if "error" in outcome.final:
         out.append(f"the final srdp_compact (no load) failed: {outcome.final['error']}")
     for r in outcome.loaders:
@@ -549,6 +558,8 @@ def main() -> int:
     parser.add_argument("--loader-pause", type=float, default=Settings.loader_pause_s,
                         help="seconds each loader waits after a committed batch (0: back to back)")
     parser.add_argument("--extra", default="", help="lines added to the catalog's definition in srdp.toml")
+    parser.add_argument("--max-retry-seconds", type=float,
+                        help="the catalog's max_retry_seconds (added to --extra); a longer call is a problem")
     parser.add_argument("--workdir", type=Path, help="default: a temporary folder, removed unless --keep")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--out", type=Path, help="write the figures and problems as JSON")
@@ -562,7 +573,9 @@ def main() -> int:
     lo, hi = (int(x) for x in args.rows.split("-"))
     settings = Settings(seconds=args.seconds, loaders=args.loaders, min_rows=lo, max_rows=hi,
                         ops=tuple(args.ops.split(",")), min_calls=args.min_calls,
-                        loader_pause_s=args.loader_pause)
+                        loader_pause_s=args.loader_pause, max_call_s=args.max_retry_seconds)
+    if args.max_retry_seconds is not None:
+        args.extra += f"\nmax_retry_seconds = {int(args.max_retry_seconds)}"
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="srdp-load-"))
     servers = None
     try:

@@ -32,6 +32,41 @@ pub const CALLER_SETTINGS: &[&str] = &[
     "ducklake_retry_backoff",
 ];
 
+/// DuckLake's commit retry for srdp's steps, where the caller left DuckLake's default: (setting,
+/// DuckLake's default, srdp's value). A step's commit that meets another commit (PostgreSQL's
+/// `ducklake_snapshot` key, a conflict) is retried by DuckLake's commit loop, which re-checks
+/// conflicts and writes the metadata again without redoing the step's Parquet work. DuckLake's
+/// default (10 retries, 100 ms doubling by 1.5, about 11 s of waits) loses beside writers that
+/// commit every few milliseconds: each wait lets more commits land, and a step that ran out of
+/// retries redid its Parquet work (bench/load.py, four loaders on PostgreSQL: calls of 7-28 s);
+/// short constant waits and many retries take the next gap (45 calls in 30 s, the longest
+/// 2.8 s). A caller who set another value keeps it.
+pub const STEP_COMMIT_RETRY: &[(&str, &str, &str)] = &[
+    ("ducklake_max_retry_count", "10", "1000"),
+    ("ducklake_retry_wait_ms", "100", "10"),
+    ("ducklake_retry_backoff", "1.5", "1"),
+];
+
+/// The values srdp's connection takes for a call: the caller's, except that DuckLake's default
+/// commit retry (unset, or equal to DuckLake's default) becomes [`STEP_COMMIT_RETRY`]'s.
+pub fn step_settings(caller: &[(String, Option<String>)]) -> Vec<(String, Option<String>)> {
+    caller
+        .iter()
+        .map(|(name, value)| {
+            let ours = STEP_COMMIT_RETRY.iter().find(|(n, default, _)| {
+                n == name
+                    && value.as_deref().is_none_or(|v| {
+                        v == *default || v.parse::<f64>().ok() == default.parse::<f64>().ok()
+                    })
+            });
+            match ours {
+                Some((_, _, srdp)) => (name.clone(), Some((*srdp).to_string())),
+                None => (name.clone(), value.clone()),
+            }
+        })
+        .collect()
+}
+
 /// The selected datasets of one attached lake, with what the metadata says about them.
 pub struct Lake<'a> {
     conn: &'a Connection,
@@ -193,11 +228,14 @@ impl<'a> Lake<'a> {
     }
 
     /// Gives srdp's connection the caller's values of [`CALLER_SETTINGS`] for this call (read in
-    /// bind; `None` = the setting's default). Every call sets all of them, so nothing of one
-    /// caller's session carries over to another caller.
+    /// bind; `None` = the setting's default), DuckLake's default commit retry replaced by srdp's
+    /// ([`step_settings`]). Every call sets all of them, so nothing of one caller's session
+    /// carries over to another caller.
     pub fn use_caller_settings(&self, settings: &[(String, Option<String>)]) -> Result<()> {
-        *self.caller.borrow_mut() = settings.to_vec();
-        self.apply_settings(settings)
+        let settings = step_settings(settings);
+        self.apply_settings(&settings)?;
+        *self.caller.borrow_mut() = settings;
+        Ok(())
     }
 
     /// Sets each of `settings` for srdp's connection (`None`: the setting's default).
@@ -840,4 +878,45 @@ fn run_in_one_transaction<T>(
 /// Milliseconds since `start`, as a BIGINT.
 pub fn elapsed_ms(start: Instant) -> i64 {
     i64::try_from(start.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(values: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+        values
+            .iter()
+            .map(|(n, v)| ((*n).to_string(), v.map(str::to_string)))
+            .collect()
+    }
+
+    #[test]
+    fn duckdbs_default_commit_retry_becomes_srdps_for_a_step() {
+        let caller = given(&[
+            ("ducklake_target_file_size", Some("1MB")),
+            ("ducklake_max_retry_count", Some("10")),
+            ("ducklake_retry_wait_ms", None),
+            ("ducklake_retry_backoff", Some("1.50")),
+        ]);
+        assert_eq!(
+            step_settings(&caller),
+            given(&[
+                ("ducklake_target_file_size", Some("1MB")),
+                ("ducklake_max_retry_count", Some("1000")),
+                ("ducklake_retry_wait_ms", Some("10")),
+                ("ducklake_retry_backoff", Some("1")),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_callers_own_commit_retry_is_kept() {
+        let caller = given(&[
+            ("ducklake_max_retry_count", Some("3")),
+            ("ducklake_retry_wait_ms", Some("250")),
+            ("ducklake_retry_backoff", Some("2")),
+        ]);
+        assert_eq!(step_settings(&caller), caller);
+    }
 }
