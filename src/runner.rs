@@ -37,6 +37,26 @@ impl AttachStatus {
     }
 }
 
+/// Why an attach under an alias srdp already attached differently is refused: only the role
+/// differs (the same catalog as writer, then as reader), or the definition does.
+pub fn already_attached(previous: &AttachSpec, spec: &AttachSpec) -> String {
+    let (alias, catalog, was) = (&spec.alias, &previous.catalog, previous.role.as_str());
+    if previous.catalog == spec.catalog && previous.role != spec.role {
+        let wanted = spec.role.as_str();
+        format!(
+            "alias '{alias}' is already attached as catalog '{catalog}' with role '{was}', and this \
+             call asks for role '{wanted}'; pass refresh := true to re-attach it as {wanted}, or \
+             pass another alias := '...' to attach it as {wanted} beside the {was}"
+        )
+    } else {
+        format!(
+            "alias '{alias}' is already attached as catalog '{catalog}' ({was}) with another \
+             definition; pass refresh := true to re-attach it as defined now, or pass another \
+             alias := '...'"
+        )
+    }
+}
+
 struct Inner {
     conn: Connection,
     /// srdp's second connection, which holds a SQLite catalog's write lock around a maintenance
@@ -102,14 +122,7 @@ impl Runner {
                 if previous.sql == spec.sql {
                     Ok(AttachStatus::AlreadyAttached)
                 } else {
-                    Err(SrdpError::AliasInUse(format!(
-                        "alias '{}' is already attached as catalog '{}' ({}) with another \
-                         definition; pass refresh := true to re-attach it as defined now, or \
-                         pass another alias := '...'",
-                        spec.alias,
-                        previous.catalog,
-                        previous.role.as_str()
-                    )))
+                    Err(SrdpError::AliasInUse(already_attached(previous, spec)))
                 }
             }
             (true, Some(_)) => {
