@@ -26,7 +26,11 @@ retries may absorb it). The test requires neither problems nor notes.
     .venv/bin/python bench/load.py --backend postgres        # PostgreSQL catalog + S3 (moto)
     .venv/bin/python bench/load.py --seconds 20 --loaders 3 --extra 'max_attempts = 20'
 
-``--extra`` adds lines to the catalog's definition in srdp.toml (retry settings). The throwaway
+``--extra`` adds lines to the catalog's definition in srdp.toml (retry settings);
+``--max-retry-seconds N`` sets the catalog's ``max_retry_seconds`` and makes a call that takes longer
+a problem. ``SRDP_LOAD_MAINTAINER_SQL`` (statements separated by ``;``) runs on the maintenance
+connection before the first call, e.g. ``SET ducklake_retry_wait_ms = 100`` to compare DuckLake's own
+commit retry with the one srdp's steps use. The throwaway
 PostgreSQL and S3 servers are started and stopped by the script (scripts/servers.py).
 test/python/test_maintenance_load.py runs this scenario (``run``, ``problems``, ``proof_gaps``) under
 pytest.
