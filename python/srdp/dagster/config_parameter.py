@@ -15,7 +15,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["config_path_deprecated", "resolve_resource_config", "resolve_config_argument"]
+import dagster as dg
+from pydantic import Field, model_validator
+
+__all__ = ["SrdpConfigFile", "config_path_deprecated", "resolve_config_argument", "resolve_resource_config"]
 
 #: Frames of these packages are skipped when the warning looks for the caller's line.
 _INTERNAL = (
@@ -75,3 +78,18 @@ def resolve_config_argument(
     if config is None:
         raise TypeError(f"{where}() needs config= (the srdp.toml path)")
     return config
+
+
+class SrdpConfigFile(dg.Config):
+    """The srdp.toml path of a Dagster resource (``SrdpIOManager``, ``SrdpResource``): ``config``,
+    and ``config_path`` its deprecated spelling, resolved by :func:`resolve_resource_config`."""
+
+    config: str | None = Field(default=None, description="The srdp.toml path (required).")
+    """The srdp.toml path: required, always set once built (``config_path=`` is its deprecated
+    spelling, accepted this release)."""
+    config_path: str | None = Field(default=None, description="Deprecated spelling of config (this release only).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _config_from_config_path(cls, data: Any) -> Any:
+        return resolve_resource_config(cls.__name__, data)

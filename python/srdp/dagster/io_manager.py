@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from srdp.dagster.config_parameter import resolve_resource_config
+from srdp.dagster.config_parameter import SrdpConfigFile
 from srdp.dagster.tables import PARTITION_EXPR_KEY, IOManagerError, resolve_table
 from srdp.lake import frames as handlers
 from srdp.lake.names import TableRef
@@ -46,18 +46,9 @@ SNAPSHOT_KEY = "srdp/snapshot_id"
 WRITE_MODES = ("replace", "append")
 
 
-class SrdpIOManager(dg.ConfigurableIOManager):
+class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
     """Stores asset outputs in DuckLake tables through srdp (see the module doc)."""
 
-    config: str | None = Field(default=None, description="The srdp.toml path (required).")
-    """The srdp.toml path: required, always set once built (``config_path=`` is its deprecated
-    spelling, accepted this release)."""
-    config_path: str | None = Field(default=None, description="Deprecated spelling of config (this release only).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _config_from_config_path(cls, data: Any) -> Any:
-        return resolve_resource_config("SrdpIOManager", data)
     catalog: str = "lake"
     writer: str = "io_manager"
     schema_: str | None = Field(default=None, alias="schema")

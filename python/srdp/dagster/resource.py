@@ -9,10 +9,10 @@ from typing import Any
 
 import dagster as dg
 import duckdb
-from pydantic import Field, model_validator
+from pydantic import Field
 
 import srdp
-from srdp.dagster.config_parameter import resolve_resource_config
+from srdp.dagster.config_parameter import SrdpConfigFile
 from srdp.lake.session import create_secret
 
 __all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SecretStatementError", "SrdpResource"]
@@ -33,19 +33,10 @@ class SecretStatementError(ValueError):
     the message says which entry and why, never its text."""
 
 
-class SrdpResource(dg.ConfigurableResource):
+class SrdpResource(dg.ConfigurableResource, SrdpConfigFile):
     """DuckDB with srdp loaded from ``config``; ``secrets`` run on every connection before
     it attaches; catalogs attached on request (writer for maintenance, reader for the monitor)."""
 
-    config: str | None = Field(default=None, description="The srdp.toml path (required).")
-    """The srdp.toml path: required, always set once built (``config_path=`` is its deprecated
-    spelling, accepted this release)."""
-    config_path: str | None = Field(default=None, description="Deprecated spelling of config (this release only).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _config_from_config_path(cls, data: Any) -> Any:
-        return resolve_resource_config("SrdpResource", data)
     #: CREATE SECRET statements run on each connection before it attaches: the PostgreSQL role
     #: secrets the catalogs' ``writer_secret`` / ``reader_secret`` name, the S3 credentials.
     #: Pass each with ``dg.EnvVar`` so that Dagster shows the variable's name only; they are
