@@ -63,8 +63,10 @@ debug: python-env
 
 # --- distribution ---------------------------------------------------------------------------
 # The platform wheel build/dist/srdp-<version>-py3-none-<platform>.whl (Python package, extension,
-# dbt package) and the extension repository build/repository/v1.5.5/<platform>/srdp.duckdb_extension[.gz]
-# (INSTALL srdp FROM 'file://$(CURDIR)/build/repository'). Offline: the venv's setuptools, no index.
+# dbt package) and the extension repository build/repository/v1.5.5/<platform>/: srdp.duckdb_extension[.gz]
+# and, from the venv's duckdb-extension-* wheels, ducklake, sqlite_scanner, postgres_scanner and httpfs
+# (.duckdb_extension[.gz] each), so INSTALL srdp FROM 'file://$(CURDIR)/build/repository' and DuckDB's
+# autoinstall from the same folder need nothing else. Offline: the venv's setuptools, no index.
 dist: release
 	$(PY) scripts/dist.py
 

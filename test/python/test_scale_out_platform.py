@@ -1,9 +1,9 @@
-"""The README's "Running at scale" section followed as a platform team would, on the test servers
+"""docs/scale-out.md ("Running at scale") followed as a platform team would, on the test servers
 (PostgreSQL catalog, S3 data path; scripts/servers.py), with every credential only in environment
 variables:
 
-1. the DBA runs the role script by the README's one command (``duckdb ... > roles.sql && psql
-   -v ON_ERROR_STOP=1 -f roles.sql``, taken from the README itself) and sets both passwords;
+1. the DBA runs the role script by the page's one command (``duckdb ... > roles.sql && psql
+   -v ON_ERROR_STOP=1 -f roles.sql``, taken from docs/scale-out.md itself) and sets both passwords;
 2. what the writer role can and cannot reach: its catalog database only, temporary tables
    nowhere there; the two lines the script's comments give the DBA close the other databases;
 3. one Dagster code location (a dlt strict load into raw, a pandas asset and its downstream read
@@ -98,7 +98,7 @@ def order_sizes(orders: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"big": [int((orders["amount"] > 25).sum())], "small": [int((orders["amount"] <= 25).sum())]})
 
 
-# Dagster's default executor, as the README's definitions: the steps run in parallel processes, and
+# Dagster's default executor, as docs/scale-out.md's definitions: the steps run in parallel processes, and
 # the first ones both create the brand-new lake (dlt's attach and srdp's retry that race).
 defs = add_srdp_definitions(
     dg.Definitions(
@@ -130,11 +130,10 @@ models:
 MODEL = "{{ config(materialized='table') }}\nselect id, amount from lake.raw.events where kind = 'big'\n"
 
 
-def readme_roles_command() -> str:
-    """The README's one command that writes and runs the role script."""
-    (command,) = [
-        line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("duckdb -unsigned -noheader")
-    ]
+def docs_roles_command() -> str:
+    """docs/scale-out.md's one command that writes and runs the role script."""
+    page = (REPO / "docs" / "scale-out.md").read_text()
+    (command,) = [line for line in page.splitlines() if line.startswith("duckdb -unsigned -noheader")]
     return command
 
 
@@ -185,7 +184,7 @@ def as_role(servers, user: str, password: str, database: str, sql: str) -> subpr
 
 @pytest.fixture(scope="module")
 def platform(servers, tmp_path_factory):
-    """The catalog database, the bucket, srdp.toml and both roles, created by the README's command."""
+    """The catalog database, the bucket, srdp.toml and both roles, created by docs/scale-out.md's command."""
     sys.path.insert(0, str(REPO / "scripts"))
     from servers import create_bucket
 
@@ -199,7 +198,7 @@ def platform(servers, tmp_path_factory):
             raise
     cfg = write_config(root / "project", textwrap.dedent(config_text(servers, database)))
     command = (
-        readme_roles_command()
+        docs_roles_command()
         .replace("duckdb ", f"{BIN / 'duckdb'} ", 1)
         .replace("python -m srdp", f"{sys.executable} -m srdp")
         .replace("/etc/srdp/srdp.toml", str(cfg))
@@ -208,7 +207,7 @@ def platform(servers, tmp_path_factory):
     )
     env = {**os.environ, "PGHOST": "127.0.0.1", "PGPORT": str(servers.pg_port), "PGUSER": servers.pg_superuser,
            "PGPASSWORD": servers.pg_password}
-    for _ in range(2):  # idempotent, as the README says
+    for _ in range(2):  # idempotent, as docs/scale-out.md says
         done = subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
     script = (root / "roles.sql").read_text()
