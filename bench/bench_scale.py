@@ -234,10 +234,9 @@ def w_dagster(spec: dict) -> dict:
     for e in logs:
         last[e.dagster_event.event_type_value if e.dagster_event else "LOG"] = e.timestamp
     outputs = [e for e in logs if e.dagster_event and e.dagster_event.event_type_value == "STEP_OUTPUT"]
-    statuses = collections.Counter()
-    for e in logs:
-        if not e.dagster_event and (e.user_message or "").startswith("srdp: lake."):
-            statuses[e.user_message.split(": ")[2].split(";")[0]] += 1
+    # The datasets per status, from the job's one output (its log has a line per dataset that had
+    # a step and a few per catalog for the rest).
+    statuses = result.output_for_node("srdp_maintain_datasets", "summary")["by_status"]
     storage = {}
     for db in sorted(home.rglob("*.db")):
         c = sqlite3.connect(db)
@@ -257,7 +256,7 @@ def w_dagster(spec: dict) -> dict:
             "compact_start": rel(marks["compact_start"]),
             "compact_end": rel(marks["compact_end"]),
             "health_end": rel(marks["health_end"]),
-            "first_dataset_log": rel(first["LOG"]),
+            "first_dataset_log": rel(first.get("LOG", t1)),
             "first_output": rel(outputs[0].timestamp),
             "last_output": rel(outputs[-1].timestamp),
             "step_success": rel(first["STEP_SUCCESS"]),
@@ -436,16 +435,7 @@ def scale(lakes: Lakes, n: int, turn: int, budget: float, largest: bool) -> dict
     if largest:
         d_lake = clone(lakes, pristine, "dagster")
         extra.append(d_lake)
-        out["dagster"] = spawn(lakes.worker_spec(d_lake, mode="dagster",
-                                                 dagster_home=str(lakes.root / f"dagster_{n}")))
-        d = out["dagster"]
-        m = d["marks_s"]
-        run_db = next((v for k, v in d["storage"].items() if k.endswith(".db") and "runs/" in k and v["run_events"]), {})
-        print(f"  dagster job: total {d['total_s']:.1f} s; step start {m['step_start']:.2f} s, srdp_compact "
-              f"{m['compact_start']:.2f}-{m['compact_end']:.2f} s, health read to {m['health_end']:.2f} s, "
-              f"outputs {m['first_output']:.2f}-{m['last_output']:.2f} s, step success {m['step_success']:.2f} s; "
-              f"{d['events_total']} events, run db {run_db}; RSS {d['rss_before_mb']:.0f} -> {d['rss_mb']:.0f} MB",
-              flush=True)
+        out["dagster"] = dagster_job(lakes, d_lake, n)
         small, _ = build_lake(lakes, IO_SMALL, f"n{IO_SMALL}_io")
         extra.append(small)
         io = {}
@@ -464,6 +454,29 @@ def scale(lakes: Lakes, n: int, turn: int, budget: float, largest: bool) -> dict
     return out
 
 
+def dagster_job(lakes: Lakes, lake: dict, n: int) -> dict:
+    """The Dagster maintenance job over ``lake`` in a worker process, printed."""
+    d = spawn(lakes.worker_spec(lake, mode="dagster", dagster_home=str(lakes.root / f"dagster_{n}")))
+    m = d["marks_s"]
+    run_db = next((v for k, v in d["storage"].items() if k.endswith(".db") and "runs/" in k and v["run_events"]), {})
+    print(f"  dagster job: total {d['total_s']:.1f} s; step start {m['step_start']:.2f} s, srdp_compact "
+          f"{m['compact_start']:.2f}-{m['compact_end']:.2f} s, health read to {m['health_end']:.2f} s, "
+          f"outputs {m['first_output']:.2f}-{m['last_output']:.2f} s, step success {m['step_success']:.2f} s; "
+          f"{d['events_total']} events {d['events']}, statuses {d['statuses']}, run db {run_db}; "
+          f"RSS {d['rss_before_mb']:.0f} -> {d['rss_mb']:.0f} MB", flush=True)
+    return d
+
+
+def dagster_only(lakes: Lakes, n: int) -> dict:
+    """``--dagster-only``: the same steady-state lake, the Dagster job alone (no plain loop)."""
+    print(f"== {n} datasets, {CHANGED} changed: the Dagster maintenance job alone", flush=True)
+    pristine, built = build_lake(lakes, n, f"n{n}")
+    try:
+        return {"datasets": n, "changed": CHANGED, "build": built, "dagster": dagster_job(lakes, pristine, n)}
+    finally:
+        lakes.drop(pristine)
+
+
 def _stop_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
@@ -479,6 +492,8 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true",
                     help="instead of the figures: srdp_compact per scale with DuckDB's QueryLog and every PostgreSQL statement logged")
     ap.add_argument("--out", help="JSON result file (default bench/results/scale.json)")
+    ap.add_argument("--dagster-only", action="store_true",
+                    help="build each scale's steady-state lake and run only the Dagster maintenance job")
     args = ap.parse_args()
     if args.worker:
         worker()
@@ -515,6 +530,8 @@ def main() -> int:
         for turn, n in enumerate(scales):
             if args.profile:
                 results.append(profile_scale(lakes, n))
+            elif args.dagster_only:
+                results.append(dagster_only(lakes, n))
             else:
                 results.append(scale(lakes, n, turn, args.plain_budget, n == max(scales)))
             write(out_path, results, pg_version, wall, slow_log(workdir))
@@ -531,7 +548,7 @@ def main() -> int:
             slow = slow_log(workdir)
             servers.stop()
             _reap(servers.s3_pid)
-    if len(results) > 1 and not args.profile:
+    if len(results) > 1 and not args.profile and not args.dagster_only:
         base = results[0]
         for r in results:
             ratio = (r["srdp"]["seconds"] / r["datasets"]) / (base["srdp"]["seconds"] / base["datasets"])

@@ -50,7 +50,8 @@ def main() -> int:
         return 1
     columns = ["catalog", "schema_name", "table_name", "rows_flushed", "files_before", "files_after",
                "attempts", "status"]
-    rows = [[str(v[c]) for c in columns] for v in result.output_for_node("srdp_maintain_datasets").values()]
+    results = result.output_for_node("srdp_maintain_datasets", "summary")["results"]
+    rows = [[str(v[c]) for c in columns] for v in results]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
     for r in rows:

@@ -111,7 +111,17 @@ def messages(result, level: int | None = None) -> list[str]:
 
 
 def outputs(result) -> dict:
-    return result.output_for_node("srdp_maintain_datasets")
+    """Every dataset's result from the job's one output, ``summary``, keyed catalog__schema__table."""
+    summary = result.output_for_node("srdp_maintain_datasets", "summary")
+    return {f"{r['catalog']}__{r['schema_name']}__{r['table_name']}": r for r in summary["results"]}
+
+
+def summary_metadata(result) -> dict:
+    (event,) = [
+        e for e in result.all_node_events
+        if e.event_type_value == "STEP_OUTPUT" and e.step_output_data.output_name == "summary"
+    ]
+    return {k: v.value for k, v in event.step_output_data.metadata.items()}
 
 
 def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(tmp_path):
@@ -125,8 +135,8 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
     after = state(cfg)
     # The same rows; the flushed file and the Parquet files merged into one; nothing inlined.
     assert after == {key: compacted(value) for key, value in before.items()}
-    # One dynamic output per dataset, in (schema, table) order, with the result as metadata. The
-    # numbers are the ones counted from the metadata before the run.
+    # Every dataset's result in the summary output, in (schema, table) order. The numbers are the
+    # ones counted from the metadata before the run.
     out = outputs(result)
     assert list(out) == ["lake__main__a", "lake__main__b", "lake__other__c"]
     for (schema, table), (_, _, files, inlined) in before.items():
@@ -145,13 +155,18 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
         }
     events = result.get_step_success_events()
     assert [e.step_key for e in events] == ["srdp_maintain_datasets"]
-    materialized = [
-        e for e in result.all_node_events if e.event_type_value == "STEP_OUTPUT" and e.step_output_data.mapping_key
+    # One output, not one per dataset; its metadata lists the datasets that had a step.
+    assert [e.step_output_data.output_name for e in result.all_node_events if e.event_type_value == "STEP_OUTPUT"] == [
+        "summary"
     ]
-    meta = {e.step_output_data.mapping_key: e.step_output_data.metadata for e in materialized}
-    assert meta["lake__other__c"]["rows_flushed"].value == 20
-    assert meta["lake__other__c"]["files_before"].value == 2 and meta["lake__other__c"]["files_after"].value == 1
+    meta = summary_metadata(result)
+    assert [r["table_name"] for r in meta["srdp/steps"]] == ["a", "b", "c"]
+    assert meta["srdp/steps"][2]["rows_flushed"] == 20
+    assert (meta["srdp/steps"][2]["files_before"], meta["srdp/steps"][2]["files_after"]) == (2, 1)
+    assert meta["srdp/by_status"] == {"compacted": 3}
+    assert (meta["datasets"], meta["srdp/rows_flushed"], meta["srdp/files_merged"]) == (3, 45, 12)
     logs = messages(result)
+    assert not any("nothing to do" in m for m in logs), logs
     for line in (
         "srdp: lake.main.a: compacted; 15 inlined rows flushed, files 3 -> 1 (4 merged into 1), attempts 1, ",
         "srdp: lake.main.b: compacted; 10 inlined rows flushed, files 4 -> 1 (5 merged into 1), attempts 1, ",
@@ -164,6 +179,13 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
     assert again.success
     assert state(cfg) == after
     assert {k: v["status"] for k, v in outputs(again).items()} == dict.fromkeys(out, "nothing to do")
+    # Nothing to do: no line per dataset, one line for the catalog naming all three.
+    logs = messages(again)
+    assert [m for m in logs if m.startswith("srdp: lake")] == [
+        "srdp: lake: 3 datasets had nothing to do (1/1): main.a, main.b, other.c"
+    ]
+    assert summary_metadata(again)["srdp/steps"] == []
+    assert summary_metadata(again)["srdp/by_status"] == {"nothing to do": 3}
 
 
 def test_selection_by_namespace_and_name_touches_only_that_dataset(tmp_path):

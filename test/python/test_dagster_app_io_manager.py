@@ -163,34 +163,44 @@ def check_lake_after_maintenance(before: dict, after: dict) -> None:
     }
 
 
-def maintenance_report(instance: dg.DagsterInstance, run_id: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """The run's srdp log lines and each dynamic output's metadata, by mapping key, from the
-    instance's event log."""
-    lines, metadata = [], {}
+def maintenance_report(instance: dg.DagsterInstance, run_id: str) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, Any]]:
+    """The run's srdp log lines, the results of the datasets that had a step by
+    catalog__schema__table (the ``srdp/steps`` metadata of the job's one output, ``summary``), and
+    that output's metadata, from the instance's event log."""
+    lines, steps, summary = [], {}, {}
+    outputs = []
     for entry in instance.all_logs(run_id):
         if entry.user_message.startswith("srdp: "):
             lines.append(entry.user_message)
         event = entry.dagster_event
-        if event is not None and event.event_type_value == "STEP_OUTPUT" and event.step_output_data.mapping_key:
-            data = event.step_output_data  # a dynamic output (the run's summary is output "summary")
-            metadata[data.mapping_key] = {k: v.value for k, v in data.metadata.items()}
-    return lines, metadata
+        if event is not None and event.event_type_value == "STEP_OUTPUT":
+            data = event.step_output_data
+            outputs.append((data.output_name, data.mapping_key))
+            summary = {k: v.value for k, v in data.metadata.items()}
+            steps = {f"{r['catalog']}__{r['schema_name']}__{r['table_name']}": r for r in summary["srdp/steps"]}
+    assert outputs == [("summary", None)]  # one output per run, never one per dataset
+    return lines, steps, summary
 
 
-def check_maintenance_report(lines: list[str], metadata: dict[str, dict[str, Any]]) -> None:
-    """One exact log line per dataset, in order, whose milliseconds are the output's duration_ms;
-    each output's metadata carries the whole step's status and the counts of its line."""
-    assert list(metadata) == list(LINES)
-    assert lines == [f"{LINES[key]}, {metadata[key]['duration_ms']} ms" for key in LINES]
-    assert {key: meta["status"] for key, meta in metadata.items()} == STATUS
+def check_maintenance_report(lines: list[str], steps: dict[str, dict[str, Any]], summary: dict[str, Any]) -> None:
+    """One exact log line per dataset that had a step, in order, whose milliseconds are its
+    duration_ms, then one line for the dataset with nothing to do; the summary lists exactly the
+    datasets that had a step, with their whole status, and counts every status."""
+    stepped = [key for key in LINES if STATUS[key] != "nothing to do"]
+    assert list(steps) == stepped
+    assert lines == [f"{LINES[key]}, {steps[key]['duration_ms']} ms" for key in stepped] + [
+        "srdp: lake: 1 dataset had nothing to do (1/1): other.d"
+    ]
+    assert {key: meta["status"] for key, meta in steps.items()} == {key: STATUS[key] for key in stepped}
+    assert summary["srdp/by_status"] == {"compacted": 2, "flushed": 1, "nothing to do": 1}
+    assert summary["datasets"] == len(LINES) and summary["dry_run"] is False
     counts = ("rows_flushed", "files_before", "files_after", "files_processed", "files_created", "attempts")
-    assert {key: tuple(meta[c] for c in counts) for key, meta in metadata.items()} == {
+    assert {key: tuple(meta[c] for c in counts) for key, meta in steps.items()} == {
         "lake__main__a": (15, 3, 1, 4, 1, 1),
         "lake__main__b": (15, 0, 1, 0, 0, 1),
         "lake__main__c": (0, 2, 1, 2, 1, 1),
-        "lake__other__d": (0, 1, 1, 0, 0, 0),
     }
-    assert all(isinstance(meta["duration_ms"], int) and meta["dry_run"] is False for meta in metadata.values())
+    assert all(isinstance(meta["duration_ms"], int) for meta in steps.values())
 
 
 def test_a_hand_written_io_manager_fails_on_an_op_output_as_the_issue_says(tmp_path):
@@ -256,7 +266,8 @@ def test_maintenance_and_monitor_in_process_never_reach_the_application_io_manag
     check_lake_after_maintenance(before, lake_state(cfg))
     check_maintenance_report(*maintenance_report(instance, maintenance.run_id))
     # The outputs are still there for a caller in process (the demo prints them).
-    assert {k: v["status"] for k, v in maintenance.output_for_node("srdp_maintain_datasets").items()} == STATUS
+    results = maintenance.output_for_node("srdp_maintain_datasets", "summary")["results"]
+    assert {f"lake__{r['schema_name']}__{r['table_name']}": r["status"] for r in results} == STATUS
 
     # Nothing of srdp's ever reached the application's io_manager.
     assert recorded(record) == [["handle_output", "app_numbers", "result"]]
@@ -264,13 +275,10 @@ def test_maintenance_and_monitor_in_process_never_reach_the_application_io_manag
     # A rerun has nothing to do anywhere, and says so.
     again = defs.resolve_job_def(sd.MAINTENANCE_JOB).execute_in_process(instance=instance)
     assert again.success
-    lines, metadata = maintenance_report(instance, again.run_id)
-    assert {key: meta["status"] for key, meta in metadata.items()} == dict.fromkeys(LINES, "nothing to do")
-    assert lines == [
-        f"srdp: lake.{key.split('__')[1]}.{key.split('__')[2]}: nothing to do; 0 inlined rows flushed, "
-        f"files 1 -> 1 (none merged), attempts 0, {metadata[key]['duration_ms']} ms"
-        for key in LINES
-    ]
+    lines, steps, summary = maintenance_report(instance, again.run_id)
+    assert steps == {}
+    assert summary["srdp/by_status"] == {"nothing to do": len(LINES)}
+    assert lines == ["srdp: lake: 4 datasets had nothing to do (1/1): main.a, main.b, main.c, other.d"]
     assert recorded(record) == [["handle_output", "app_numbers", "result"]]
 
 
@@ -285,15 +293,15 @@ def test_a_dry_run_reports_the_plan_once_and_changes_nothing(tmp_path):
     )
     assert result.success
     assert lake_state(cfg) == before
-    lines, metadata = maintenance_report(instance, result.run_id)
+    lines, steps, summary = maintenance_report(instance, result.run_id)
     # The planned rows are the inlined rows, from srdp_compact's one plan.
     assert lines == [
         f"srdp: lake.main.{t}: planned (dry run, nothing changed); {inlined} inlined rows to flush, "
-        f"files {files}, {metadata[f'lake__main__{t}']['duration_ms']} ms"
+        f"files {files}, {steps[f'lake__main__{t}']['duration_ms']} ms"
         for t, (files, inlined) in ((t, BEFORE[("main", t)]) for t in ("a", "b", "c"))
     ]
-    assert [meta["rows_flushed"] for meta in metadata.values()] == [15, 15, 0]
-    assert all(meta["dry_run"] is True for meta in metadata.values())
+    assert [meta["rows_flushed"] for meta in steps.values()] == [15, 15, 0]
+    assert summary["dry_run"] is True and summary["srdp/rows_flushed"] == 0
     assert recorded(record) == []
 
 

@@ -103,7 +103,7 @@ def test_one_secrets_list_serves_the_io_manager_the_maintenance_job_and_the_moni
     assert monitor.output_for_node("srdp_check_catalog_pressure") == 1
     maintenance = run(defs, instance, sd.MAINTENANCE_JOB)
     assert maintenance.success
-    (result,) = maintenance.output_for_node("srdp_maintain_datasets").values()
+    (result,) = maintenance.output_for_node("srdp_maintain_datasets", "summary")["results"]
     assert (result["schema_name"], result["table_name"], result["rows_flushed"]) == ("analytics", "orders", 10)
     assert result["status"].startswith(("compacted", "flushed"))
     # Each resource shows the variables' names, never the statements.
