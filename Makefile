@@ -113,6 +113,8 @@ bench: postgres release
 	$(PY) bench/profile_steps.py
 	$(PY) bench/bench_health.py
 	$(PY) bench/bench_scale.py
+	$(PY) bench/load.py --max-retry-seconds 30
+	$(PY) bench/load.py --backend postgres --loaders 4 --seconds 30 --max-retry-seconds 30
 
 # --- cleaning -------------------------------------------------------------------------------
 clean:
