@@ -1,4 +1,4 @@
-"""The lake as dbt's target database, exactly as the README's dbt section sets it up.
+"""The lake as dbt's target database, exactly as docs/dbt.md sets it up.
 
 The project has the profile ``python -m srdp dbt-profile`` prints, the srdp package and its
 ``dispatch:`` entry, and nothing else: no ``database:``, no on-run-start hook, no pre-hook. One

@@ -1,4 +1,4 @@
-"""Every dbt project under examples/ and demo/ follows the README's dbt section: no ``database:``
+"""Every dbt project under examples/ and demo/ follows docs/dbt.md: no ``database:``
 in models, sources or the project (the lake is the profile's target database), no on-run-start
 hooks and no ``srdp_commit_message()`` pre-hook."""
 
@@ -17,8 +17,8 @@ def projects() -> list[Path]:
 
 
 def offending_lines(project: Path) -> list[str]:
-    """Lines of the project's own yml files (not the profile, not installed packages) that the
-    README's set-up no longer has."""
+    """Lines of the project's own yml files (not the profile, not installed packages) that
+    docs/dbt.md's set-up no longer has."""
     out = []
     for path in sorted(project.rglob("*.yml")):
         if {"dbt_packages", "target", "logs"} & set(path.relative_to(project).parts) or path.name == "profiles.yml":

@@ -30,7 +30,7 @@ def test_hostile_names_cannot_break_out_of_the_role_script(servers, tmp_path, co
         ).fetchall()
     ]
     assert len(script) == 12
-    # As the README says: the whole script through psql with ON_ERROR_STOP, twice (idempotent).
+    # As docs/scale-out.md says: the whole script through psql with ON_ERROR_STOP, twice (idempotent).
     for _ in range(2):
         servers.psql(";\n".join(script), lake.database)
     assert servers.psql("SELECT i FROM x", lake.database).split() == ["42"]

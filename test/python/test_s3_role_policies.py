@@ -1,6 +1,6 @@
 """The object-storage side of the two roles: the bucket, not srdp, keeps a reader from writing data
 files, and only when the reader's DuckDB S3 secret holds a key whose policy is read-only (the
-README's "Running at scale", Object storage).
+docs/scale-out.md, Object storage).
 
 The session's S3 server (scripts/servers.py) checks no credentials, so this module starts its own
 moto server (the same ``start_s3``) and turns moto's IAM enforcement on once the bucket, two IAM

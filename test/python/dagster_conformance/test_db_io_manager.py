@@ -8,7 +8,7 @@
 # DataFrame carrying a marker for the int) and the read-back: where the fake saw
 # `table_slice.schema == X`, the test finds the marker in lake.X.<table>, and load_input reads it
 # back. A test whose premise clashes with a documented srdp rule is a strict xfail quoting the
-# README line. Every behavioural assertion is kept.
+# docs/ line. Every behavioural assertion is kept.
 import itertools
 
 from srdp_construction import _close_io_sessions_after_test, srdp_connect, srdp_io_manager  # noqa: F401
@@ -69,7 +69,7 @@ def test_non_asset_out(tmp_path):
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="README, The IO manager, Which table: '| 3 | the asset key's prefix | ... | 4 | the `schema` "
+    reason="docs/dagster.md, The IO manager, Which table: '| 3 | the asset key's prefix | ... | 4 | the `schema` "
     "setting |' (docs/coming-from-dagster-duckdb.md: 'a key prefix wins over the manager's `schema`')",
 )
 def test_asset_schema_defaults(tmp_path):

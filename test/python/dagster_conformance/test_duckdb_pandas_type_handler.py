@@ -3,7 +3,7 @@
 # srdp changed only the construction (SrdpIOManager over an srdp.toml whose schemas the
 # io_manager writer owns, see srdp_construction.py) and the read-back (an srdp connection to the
 # lake); a test whose premise clashes with a documented srdp rule is a strict xfail quoting the
-# README line. Every behavioural assertion is kept.
+# docs/ line. Every behavioural assertion is kept.
 import os
 from typing import TYPE_CHECKING, cast
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="README, The IO manager: 'An empty output replaces with zero rows (`srdp/note` says so).'",
+    reason="docs/dagster.md, The IO manager: 'An empty output replaces with zero rows (`srdp/note` says so).'",
 )
 def test_handle_output_empty_dataframe(tmp_path):
     handler = srdp_io_manager(tmp_path)
@@ -142,7 +142,7 @@ def test_duckdb_io_manager_with_assets(tmp_path, io_managers):
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="README, The IO manager: 'The materialization carries `dagster/table_name`, ..., "
+    reason="docs/dagster.md, The IO manager: 'The materialization carries `dagster/table_name`, ..., "
     "`dagster/storage_kind` (`ducklake`)': the storage is DuckLake, not a DuckDB file",
 )
 def test_io_manager_asset_metadata(tmp_path) -> None:

@@ -3,7 +3,7 @@
 # srdp changed only the construction (SrdpIOManager over an srdp.toml whose schemas the
 # io_manager writer owns, see srdp_construction.py) and the read-back (an srdp connection to the
 # lake); a test whose premise clashes with a documented srdp rule is a strict xfail quoting the
-# README line. Every behavioural assertion is kept.
+# docs/ line. Every behavioural assertion is kept.
 import os
 
 from srdp_construction import (  # noqa: F401
@@ -41,7 +41,7 @@ from dagster._core.definitions.partitions.utils import MultiPartitionKey
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="README, The IO manager: 'An empty output replaces with zero rows (`srdp/note` says so).'",
+    reason="docs/dagster.md, The IO manager: 'An empty output replaces with zero rows (`srdp/note` says so).'",
 )
 def test_handle_output_empty_dataframe(tmp_path):
     handler = srdp_io_manager(tmp_path)
