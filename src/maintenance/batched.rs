@@ -29,9 +29,9 @@ use std::collections::BTreeMap;
 /// `merge_batch_files` when the caller gives none and DuckDB runs several threads: about the most
 /// input files one merge call takes. The order-preserving copy of a merge buffers tiny batches
 /// with more than one thread and its cost grows faster than the batch; at 30,000 files of 600 B
-/// on 2 threads, 1,000 / 2,000 / 4,000 files per call took 9.6 / 8.6 / 10.6 s (one run of
-/// `bench/bench.py --datasets "" --files 30000` per batch size; docs/benchmarks.md, Many small
-/// files, has the default's figures).
+/// on 2 threads, 1,000 / 2,000 / 4,000 files per call took 9.6 / 8.6 / 10.6 s (measured once
+/// when this default was chosen, e1eb169; `bench/bench.py` has no batch-size option and runs the
+/// default only: docs/benchmarks.md, Many small files).
 pub const DEFAULT_BATCH_FILES: u64 = 2000;
 
 /// The default with one DuckDB thread, whose copy is linear: 2,000 / 5,000 files per call took
