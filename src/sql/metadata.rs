@@ -1,95 +1,6 @@
-//! Quoting newtypes and the SQL text srdp emits.
-//!
-//! Every identifier and literal that reaches DuckDB goes through [`Ident`] or [`Literal`]: a
-//! builder that takes `&Ident`/`&Literal` cannot be handed an unescaped string by mistake.
-//! Builders return plain `String`s whose exact text is pinned by unit tests.
+//! Reads of DuckLake's metadata tables (planning reads, counts, the guard's reads).
 
-use std::fmt;
-
-/// A SQL identifier, double-quoted with embedded quotes doubled: `"a ""b"""`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Ident(String);
-
-impl Ident {
-    pub fn new(raw: &str) -> Self {
-        Ident(format!("\"{}\"", raw.replace('"', "\"\"")))
-    }
-    pub fn as_sql(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Ident {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A SQL string literal, single-quoted with embedded quotes doubled: `'it''s'`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Literal(String);
-
-impl Literal {
-    pub fn new(raw: &str) -> Self {
-        Literal(format!("'{}'", raw.replace('\'', "''")))
-    }
-    pub fn as_sql(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Literal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// One option of an `ATTACH ... (...)` list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttachOption {
-    /// `NAME 'text'`
-    Text(&'static str, Literal),
-    /// `NAME 123`
-    Number(&'static str, u64),
-    /// `NAME` alone (a flag such as `READ_ONLY`).
-    Flag(&'static str),
-}
-
-impl fmt::Display for AttachOption {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AttachOption::Text(name, value) => write!(f, "{name} {value}"),
-            AttachOption::Number(name, value) => write!(f, "{name} {value}"),
-            AttachOption::Flag(name) => f.write_str(name),
-        }
-    }
-}
-
-/// `ATTACH '<target>' AS "<alias>" (<options>)`.
-pub fn attach(target: &Literal, alias: &Ident, options: &[AttachOption]) -> String {
-    let options: Vec<String> = options.iter().map(ToString::to_string).collect();
-    format!("ATTACH {target} AS {alias} ({})", options.join(", "))
-}
-
-/// `DETACH "<alias>"`.
-pub fn detach(alias: &Ident) -> String {
-    format!("DETACH {alias}")
-}
-
-/// Whether a database with this name is attached (case-insensitive, as DuckDB resolves names).
-pub fn database_exists(alias: &Literal) -> String {
-    format!("SELECT count(*) FROM duckdb_databases() WHERE lower(database_name) = lower({alias})")
-}
-
-/// Whether this session has a DuckDB secret of that name.
-pub fn secret_exists(name: &Literal) -> String {
-    format!("SELECT count(*) FROM duckdb_secrets() WHERE name = {name}")
-}
-
-/// The hidden database DuckLake attaches the metadata of lake `alias` under.
-pub fn metadata_catalog(alias: &str) -> Ident {
-    Ident::new(&format!("__ducklake_metadata_{alias}"))
-}
+use super::{metadata_catalog, Ident, Literal};
 
 /// The most tables one union run by the catalog database counts (SQLite's limit is 500 terms).
 pub const UNION_TERMS: usize = 250;
@@ -323,148 +234,9 @@ impl MetadataTables {
     }
 }
 
-/// Flushes one dataset's inlined rows; returns the physical rows flushed as one BIGINT.
-pub fn flush(alias: &Literal, schema: &Literal, table: &Literal) -> String {
-    format!(
-        "SELECT COALESCE(sum(rows_flushed), 0)::BIGINT \
-         FROM ducklake_flush_inlined_data({alias}, schema_name => {schema}, table_name => {table})"
-    )
-}
-
-/// Deletes rows of one dataset by DuckLake row id.
-pub fn delete_row_ids(alias: &Ident, schema: &Ident, table: &Ident, row_ids: &[i64]) -> String {
-    let ids: Vec<String> = row_ids.iter().map(i64::to_string).collect();
-    format!(
-        "DELETE FROM {alias}.{schema}.{table} WHERE rowid IN ({})",
-        ids.join(", ")
-    )
-}
-
-/// Sets the commit author and message of the open transaction on lake `alias`.
-pub fn set_commit_message(alias: &Ident, author: &Literal, message: &Literal) -> String {
-    format!("CALL {alias}.set_commit_message({author}, {message})")
-}
-
-/// Gives the connection's session `setting` the value `value`, or its default (`None`).
-pub fn session_setting(setting: &Ident, value: Option<&Literal>) -> String {
-    match value {
-        Some(value) => format!("SET SESSION {setting} = {value}"),
-        None => format!("RESET SESSION {setting}"),
-    }
-}
-
-/// Sets the `auto_compact` option of lake `alias` at one scope: the table `schema.table`, the
-/// schema `schema`, or the whole catalog.
-pub fn set_auto_compact(
-    alias: &Ident,
-    value: bool,
-    scope: crate::plan::OptionScope,
-    schema: &Literal,
-    table: &Literal,
-) -> String {
-    use crate::plan::OptionScope;
-    let target = match scope {
-        OptionScope::Table => format!(", schema => {schema}, table_name => {table}"),
-        OptionScope::Schema => format!(", schema => {schema}"),
-        OptionScope::Catalog => String::new(),
-    };
-    format!("CALL {alias}.set_option('auto_compact', {value}{target})")
-}
-
-/// Merges one dataset's adjacent small files; returns `files_processed, files_created`.
-pub fn merge(alias: &Literal, schema: &Literal, table: &Literal) -> String {
-    format!(
-        "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
-         FROM ducklake_merge_adjacent_files({alias}, {table}, schema => {schema})"
-    )
-}
-
-/// The current value of DuckDB setting `name` (`value`, or no row).
-pub fn setting_value(name: &Literal) -> String {
-    format!("SELECT value FROM duckdb_settings() WHERE name = {name}")
-}
-
-/// One bounded merge call ([`crate::maintenance::batched`]): at most `commands` output files,
-/// from input files under `max_file_size` bytes (`None`: under the target file size); returns
-/// `files_processed, files_created`.
-pub fn merge_batch(
-    alias: &Literal,
-    schema: &Literal,
-    table: &Literal,
-    commands: u64,
-    max_file_size: Option<u64>,
-) -> String {
-    let below = max_file_size.map_or(String::new(), |s| format!(", max_file_size => {s}"));
-    format!(
-        "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
-         FROM ducklake_merge_adjacent_files({alias}, {table}, schema => {schema}, \
-         max_compacted_files => {commands}{below})"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quotes_identifiers() {
-        assert_eq!(Ident::new("lake").as_sql(), "\"lake\"");
-        assert_eq!(
-            Ident::new("a \"b\"; DROP").as_sql(),
-            "\"a \"\"b\"\"; DROP\""
-        );
-    }
-
-    #[test]
-    fn quotes_literals() {
-        assert_eq!(Literal::new("it's").as_sql(), "'it''s'");
-        assert_eq!(
-            Literal::new("'; DROP TABLE x; --").as_sql(),
-            "'''; DROP TABLE x; --'"
-        );
-    }
-
-    /// Undoing the quoting gives back the input, for awkward strings.
-    #[test]
-    fn quoting_round_trips() {
-        for raw in ["", "'", "\"", "''\"\"", "a b;c", "x'y\"z", "ünï'cødé\n"] {
-            let lit = Literal::new(raw).0;
-            assert_eq!(lit[1..lit.len() - 1].replace("''", "'"), raw);
-            let id = Ident::new(raw).0;
-            assert_eq!(id[1..id.len() - 1].replace("\"\"", "\""), raw);
-        }
-    }
-
-    #[test]
-    fn builds_attach() {
-        let sql = attach(
-            &Literal::new("ducklake:sqlite:/l/it's.sqlite"),
-            &Ident::new("my lake"),
-            &[
-                AttachOption::Text("DATA_PATH", Literal::new("/d/")),
-                AttachOption::Number("DATA_INLINING_ROW_LIMIT", 1000),
-                AttachOption::Flag("READ_ONLY"),
-            ],
-        );
-        assert_eq!(
-            sql,
-            "ATTACH 'ducklake:sqlite:/l/it''s.sqlite' AS \"my lake\" \
-             (DATA_PATH '/d/', DATA_INLINING_ROW_LIMIT 1000, READ_ONLY)"
-        );
-    }
-
-    #[test]
-    fn builds_lookups() {
-        assert_eq!(detach(&Ident::new("l")), "DETACH \"l\"");
-        assert_eq!(
-            database_exists(&Literal::new("l")),
-            "SELECT count(*) FROM duckdb_databases() WHERE lower(database_name) = lower('l')"
-        );
-        assert_eq!(
-            secret_exists(&Literal::new("w")),
-            "SELECT count(*) FROM duckdb_secrets() WHERE name = 'w'"
-        );
-    }
 
     #[test]
     fn builds_metadata_queries() {
@@ -575,27 +347,12 @@ mod tests {
     }
 
     #[test]
-    fn builds_bounded_merge_queries() {
-        assert_eq!(
-            setting_value(&Literal::new("threads")),
-            "SELECT value FROM duckdb_settings() WHERE name = 'threads'"
-        );
+    fn builds_small_file_counts() {
         let m = MetadataTables::new("l", "main");
         assert_eq!(
             m.small_files_of(4, 1048576),
             "SELECT count(*)::BIGINT, COALESCE(sum(file_size_bytes), 0)::BIGINT FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" \
              WHERE table_id = 4 AND end_snapshot IS NULL AND file_size_bytes < 1048576"
-        );
-        let (alias, schema, table) = (Literal::new("l"), Literal::new("r'aw"), Literal::new("t"));
-        assert_eq!(
-            merge_batch(&alias, &schema, &table, 1, Some(16384)),
-            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
-             FROM ducklake_merge_adjacent_files('l', 't', schema => 'r''aw', max_compacted_files => 1, max_file_size => 16384)"
-        );
-        assert_eq!(
-            merge_batch(&alias, &schema, &table, 3, None),
-            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
-             FROM ducklake_merge_adjacent_files('l', 't', schema => 'r''aw', max_compacted_files => 3)"
         );
     }
 
@@ -609,64 +366,6 @@ mod tests {
         assert_eq!(
             m.inline_deletions(4),
             "SELECT file_id, row_id FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_inlined_delete_4\""
-        );
-        assert_eq!(
-            delete_row_ids(
-                &Ident::new("l"),
-                &Ident::new("raw"),
-                &Ident::new("t"),
-                &[7, 60]
-            ),
-            "DELETE FROM \"l\".\"raw\".\"t\" WHERE rowid IN (7, 60)"
-        );
-    }
-
-    #[test]
-    fn builds_maintenance_calls() {
-        let (a, s, t) = (
-            Literal::new("lake"),
-            Literal::new("raw"),
-            Literal::new("it's"),
-        );
-        assert_eq!(
-            flush(&a, &s, &t),
-            "SELECT COALESCE(sum(rows_flushed), 0)::BIGINT FROM ducklake_flush_inlined_data('lake', schema_name => 'raw', table_name => 'it''s')"
-        );
-        assert_eq!(
-            set_commit_message(
-                &Ident::new("l\"x"),
-                &Literal::new("srdp"),
-                &Literal::new("it's")
-            ),
-            "CALL \"l\"\"x\".set_commit_message('srdp', 'it''s')"
-        );
-        assert_eq!(
-            session_setting(
-                &Ident::new("ducklake_target_file_size"),
-                Some(&Literal::new("16MB"))
-            ),
-            "SET SESSION \"ducklake_target_file_size\" = '16MB'"
-        );
-        assert_eq!(
-            session_setting(&Ident::new("ducklake_target_file_size"), None),
-            "RESET SESSION \"ducklake_target_file_size\""
-        );
-        let (l, sch, tab) = (Ident::new("l"), Literal::new("raw"), Literal::new("it's"));
-        assert_eq!(
-            set_auto_compact(&l, true, crate::plan::OptionScope::Table, &sch, &tab),
-            "CALL \"l\".set_option('auto_compact', true, schema => 'raw', table_name => 'it''s')"
-        );
-        assert_eq!(
-            set_auto_compact(&l, false, crate::plan::OptionScope::Schema, &sch, &tab),
-            "CALL \"l\".set_option('auto_compact', false, schema => 'raw')"
-        );
-        assert_eq!(
-            set_auto_compact(&l, true, crate::plan::OptionScope::Catalog, &sch, &tab),
-            "CALL \"l\".set_option('auto_compact', true)"
-        );
-        assert_eq!(
-            merge(&a, &s, &t),
-            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT FROM ducklake_merge_adjacent_files('lake', 'it''s', schema => 'raw')"
         );
     }
 }

@@ -1,0 +1,61 @@
+//! The flush step: a dataset's inlined rows and inline deletion markers written out to Parquet.
+
+use super::{planner, Lake, LockUse};
+use crate::error::Result;
+use crate::plan::{Dataset, OptionScope};
+use crate::sql::{self, Literal};
+
+/// What a flush step did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flushed {
+    /// Physical inlined rows written out.
+    pub rows: i64,
+    /// Inline deletion markers written to a delete file.
+    pub markers: i64,
+    pub attempts: u32,
+}
+
+impl Lake<'_> {
+    /// Flushes one dataset's inlined rows (and inline deletion markers, which `state` counted).
+    ///
+    /// Bound and executed in one transaction labelled `<caller>: flush <dataset>`: on an
+    /// autocommit connection duckdb-rs binds and executes in two transactions, and DuckLake 1.0
+    /// then commits a flush of both inline deletion markers and inlined rows as two snapshots
+    /// where the plain call makes one (`test_maintenance_planner.py` compares them).
+    /// `explicit`: the scope of the `auto_compact = false` this step overrides (see
+    /// [`Lake::bracket`]). A flush that wrote rows or markers counts as srdp's own commit.
+    pub fn flush(
+        &self,
+        dataset: &Dataset,
+        state: planner::DatasetState,
+        caller: &str,
+        explicit: Option<OptionScope>,
+        done: &[String],
+    ) -> Result<Flushed> {
+        let statement = sql::flush(
+            &Literal::new(&self.spec.alias),
+            &Literal::new(&dataset.schema),
+            &Literal::new(&dataset.table),
+        );
+        let message = format!("{caller}: flush {}", dataset.name());
+        let step = self.labelled_step(
+            dataset,
+            "flush",
+            &message,
+            explicit,
+            &statement,
+            LockUse::ClearBeforeStatement,
+            done,
+            |r| r.get(0),
+        )?;
+        let markers = self.markers_flushed(dataset.table_id, state)?;
+        if step.value > 0 || markers > 0 {
+            self.committed_one();
+        }
+        Ok(Flushed {
+            rows: step.value,
+            markers,
+            attempts: step.attempts,
+        })
+    }
+}
