@@ -165,13 +165,36 @@ fn is_stale_inlined(lower: &str) -> bool {
     numbered && lower.contains("does not exist")
 }
 
-/// One `auto_compact` row of `ducklake_metadata`.
+/// One option row of `ducklake_metadata` (`auto_compact`, `target_file_size`,
+/// `rewrite_delete_threshold`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AutoCompactOption {
+pub struct ScopedOption {
+    pub key: String,
     /// `None` = catalog-wide, `Some("schema")`, `Some("table")`.
     pub scope: Option<String>,
     pub scope_id: Option<i64>,
     pub value: String,
+}
+
+/// The value of option `key` that applies to `dataset`, with where it is set: the table's,
+/// else its schema's, else the catalog's (as DuckLake resolves options); `None` when unset.
+pub fn scoped_value<'o>(
+    options: &'o [ScopedOption],
+    key: &str,
+    dataset: &Dataset,
+) -> Option<(&'o str, OptionScope)> {
+    let find = |scope: Option<&str>, id: Option<i64>| {
+        options.iter().find(|o| {
+            o.key == key && o.scope.as_deref() == scope && (scope.is_none() || o.scope_id == id)
+        })
+    };
+    find(Some("table"), Some(dataset.table_id))
+        .map(|o| (o.value.as_str(), OptionScope::Table))
+        .or_else(|| {
+            find(Some("schema"), Some(dataset.schema_id))
+                .map(|o| (o.value.as_str(), OptionScope::Schema))
+        })
+        .or_else(|| find(None, None).map(|o| (o.value.as_str(), OptionScope::Catalog)))
 }
 
 /// Where an option is set: on one table, one schema, or the whole catalog.
@@ -183,9 +206,10 @@ pub enum OptionScope {
 }
 
 /// How srdp treats a dataset in a maintenance call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Upkeep {
     /// DuckLake maintains it.
+    #[default]
     Maintained,
     /// `auto_compact = false` at this scope excludes it from DuckLake's bulk calls; srdp's steps
     /// are explicit, so they override it for the step (the platform's decision, ADR 000).
@@ -210,11 +234,7 @@ impl Upkeep {
 }
 
 /// How srdp treats `dataset` (see [`Upkeep`]).
-pub fn upkeep(
-    options: &[AutoCompactOption],
-    dataset: &Dataset,
-    honor_auto_compact: bool,
-) -> Upkeep {
+pub fn upkeep(options: &[ScopedOption], dataset: &Dataset, honor_auto_compact: bool) -> Upkeep {
     match auto_compact_excluded_at(options, dataset) {
         None => Upkeep::Maintained,
         Some(_) if honor_auto_compact => Upkeep::Skipped,
@@ -225,37 +245,11 @@ pub fn upkeep(
 /// The scope of the `auto_compact = false` that makes DuckLake skip `dataset` (the table's
 /// option, else its schema's, else the catalog's decides), `None` when DuckLake maintains it.
 pub fn auto_compact_excluded_at(
-    options: &[AutoCompactOption],
+    options: &[ScopedOption],
     dataset: &Dataset,
 ) -> Option<OptionScope> {
-    let find = |scope: Option<&str>, id: Option<i64>| {
-        options
-            .iter()
-            .find(|o| o.scope.as_deref() == scope && (scope.is_none() || o.scope_id == id))
-    };
-    let (option, scope) = find(Some("table"), Some(dataset.table_id))
-        .map(|o| (o, OptionScope::Table))
-        .or_else(|| find(Some("schema"), Some(dataset.schema_id)).map(|o| (o, OptionScope::Schema)))
-        .or_else(|| find(None, None).map(|o| (o, OptionScope::Catalog)))?;
-    option.value.eq_ignore_ascii_case("false").then_some(scope)
-}
-
-/// Row ids of deletes lost to a merge (see `maintenance::Lake::reapply_lost_deletes`): inline
-/// deletion markers `(file_id, position)` on files that were live before the merge (`before`:
-/// file id to first row id) and are not live after it (`after`), sorted and unique.
-pub fn lost_deletes(
-    markers: &[(i64, i64)],
-    before: &std::collections::BTreeMap<i64, i64>,
-    after: &std::collections::BTreeMap<i64, i64>,
-) -> Vec<i64> {
-    let mut lost: Vec<i64> = markers
-        .iter()
-        .filter(|(file, _)| !after.contains_key(file))
-        .filter_map(|(file, position)| before.get(file).map(|start| start + position))
-        .collect();
-    lost.sort_unstable();
-    lost.dedup();
-    lost
+    let (value, scope) = scoped_value(options, "auto_compact", dataset)?;
+    value.eq_ignore_ascii_case("false").then_some(scope)
 }
 
 /// Status words of result rows.
@@ -447,12 +441,43 @@ mod tests {
         }
     }
 
-    fn opt(scope: Option<&str>, id: Option<i64>, value: &str) -> AutoCompactOption {
-        AutoCompactOption {
+    fn opt(scope: Option<&str>, id: Option<i64>, value: &str) -> ScopedOption {
+        ScopedOption {
+            key: "auto_compact".into(),
             scope: scope.map(Into::into),
             scope_id: id,
             value: value.into(),
         }
+    }
+
+    #[test]
+    fn an_option_resolves_by_its_own_key_table_then_schema_then_catalog() {
+        let t = ds(7, "raw", 3, "events");
+        let row = |key: &str, scope: Option<&str>, id: Option<i64>, value: &str| ScopedOption {
+            key: key.into(),
+            scope: scope.map(Into::into),
+            scope_id: id,
+            value: value.into(),
+        };
+        let options = [
+            row("rewrite_delete_threshold", None, None, "0.5"),
+            row("rewrite_delete_threshold", Some("table"), Some(4), "0.1"),
+            row("target_file_size", Some("table"), Some(3), "1MB"),
+            row("rewrite_delete_threshold", Some("schema"), Some(7), "0.25"),
+        ];
+        assert_eq!(
+            scoped_value(&options, "rewrite_delete_threshold", &t),
+            Some(("0.25", OptionScope::Schema))
+        );
+        assert_eq!(
+            scoped_value(&options, "target_file_size", &t),
+            Some(("1MB", OptionScope::Table))
+        );
+        assert_eq!(
+            scoped_value(&options[..1], "rewrite_delete_threshold", &t),
+            Some(("0.5", OptionScope::Catalog))
+        );
+        assert_eq!(scoped_value(&options, "auto_compact", &t), None);
     }
 
     #[test]
@@ -479,7 +504,7 @@ mod tests {
     #[test]
     fn auto_compact_resolves_table_then_schema_then_catalog() {
         let t = ds(7, "raw", 3, "events");
-        let excluded = |options: &[AutoCompactOption]| auto_compact_excluded_at(options, &t);
+        let excluded = |options: &[ScopedOption]| auto_compact_excluded_at(options, &t);
         assert_eq!(
             excluded(&[
                 opt(None, None, "false"),
@@ -528,16 +553,6 @@ mod tests {
             Some(OptionScope::Table)
         );
         assert_eq!(Upkeep::Maintained.explicit(), None);
-    }
-
-    #[test]
-    fn lost_deletes_are_markers_on_files_the_merge_retired() {
-        let before = [(0, 0), (1, 50), (2, 100)].into_iter().collect();
-        let after = [(2, 100), (3, 0)].into_iter().collect();
-        // File 0 and 1 were merged away; file 2 survived; file 9 was gone before the merge.
-        let markers = [(1, 27), (0, 3), (2, 5), (9, 1), (0, 3)];
-        assert_eq!(lost_deletes(&markers, &before, &after), vec![3, 77]);
-        assert!(lost_deletes(&[], &before, &after).is_empty());
     }
 
     #[test]

@@ -26,10 +26,8 @@
 use super::selection::Selection;
 use super::{Args, Cell, Column, Shared, SrdpFunction};
 use crate::error::Result;
-use crate::maintenance::{elapsed_ms, planner, Flushed};
-use crate::plan;
+use crate::maintenance::{Call, Outcome, Steps};
 use duckdb::core::{LogicalTypeHandle, LogicalTypeId};
-use std::time::Instant;
 
 pub struct Flush;
 
@@ -85,77 +83,30 @@ impl SrdpFunction for Flush {
         let writer_for = (!b.dry_run).then_some("flushing");
         shared.runner.with_lake(&b.sel.catalog, writer_for, |lake| {
             lake.use_caller_settings(&b.settings)?;
-            let datasets = lake.select(b.sel.schema.as_deref(), b.sel.table.as_deref())?;
-            let options = lake.auto_compact_options()?;
-            let mut rows = Vec::with_capacity(datasets.len());
-            let mut done = Vec::new();
-            let planned = lake.plan(&datasets)?;
-            if b.dry_run {
-                for d in &datasets {
-                    let auto = plan::upkeep(&options, d, b.honor_auto_compact).runs();
-                    let planned = if auto {
-                        planned.state(d.table_id).inlined_rows
-                    } else {
-                        0
-                    };
-                    rows.push(row(
-                        &b.sel.catalog,
-                        d,
-                        planned,
-                        0,
-                        0,
-                        plan::planned_status(auto),
-                    ));
-                }
-                return Ok(rows);
-            }
-            for d in &datasets {
-                let start = Instant::now();
-                let upkeep = plan::upkeep(&options, d, b.honor_auto_compact);
-                let auto = upkeep.runs();
-                let state = planned.state(d.table_id);
-                // A dataset the caller keeps excluded (honor_auto_compact) and one without
-                // inlined rows or deletion markers: no call for either.
-                let flushed = if auto && state.has_flush_work() {
-                    lake.flush(d, state, "srdp_flush", upkeep.explicit(), &done)?
-                } else {
-                    Flushed::default()
-                };
-                let (flushed, markers, attempts) =
-                    (flushed.rows, flushed.markers, flushed.attempts);
-                let status = planner::flush_status(flushed, markers, upkeep);
-                rows.push(row(
-                    &b.sel.catalog,
-                    d,
-                    flushed,
-                    attempts,
-                    elapsed_ms(start),
-                    &status,
-                ));
-                done.push(d.name());
-            }
-            // One read moves srdp's view past its own flushes.
-            lake.settle_own_commits()?;
-            Ok(rows)
+            let call = Call {
+                function: Self::NAME,
+                steps: Steps::Flush,
+                dry_run: b.dry_run,
+                honor_auto_compact: b.honor_auto_compact,
+            };
+            let outcomes = lake.maintain(b.sel.schema.as_deref(), b.sel.table.as_deref(), &call)?;
+            Ok(outcomes
+                .iter()
+                .map(|(d, outcome)| row(&b.sel.catalog, &d.schema, &d.table, outcome))
+                .collect())
         })
     }
 }
 
-fn row(
-    catalog: &str,
-    d: &plan::Dataset,
-    flushed: i64,
-    attempts: u32,
-    ms: i64,
-    status: &str,
-) -> Vec<Cell> {
+/// One result row.
+fn row(catalog: &str, schema: &str, table: &str, o: &Outcome) -> Vec<Cell> {
     vec![
         catalog.into(),
-        d.schema.clone().into(),
-        d.table.clone().into(),
-        flushed.into(),
-        i64::from(attempts).into(),
-        ms.into(),
-        status.into(),
+        schema.into(),
+        table.into(),
+        o.rows_flushed.into(),
+        i64::from(o.attempts).into(),
+        o.duration_ms.into(),
+        o.status(&Steps::Flush).into(),
     ]
 }

@@ -20,11 +20,11 @@
 //! are DuckLake's own. The layout can differ from one unbounded call's when the small files add
 //! up to more than the target size (stage 2 packs stage 1's outputs, not the original files).
 
+use super::guard::LiveFiles;
 use super::{Lake, LockUse, Stepped};
 use crate::error::{Result, SrdpError};
 use crate::plan::{Dataset, OptionScope};
 use crate::sql::{self, Ident, Literal};
-use std::collections::BTreeMap;
 
 /// `merge_batch_files` when the caller gives none and DuckDB runs several threads: about the most
 /// input files one merge call takes. The order-preserving copy of a merge buffers tiny batches
@@ -114,9 +114,8 @@ pub struct Merged {
     pub attempts: u32,
     /// Calls that processed files.
     pub calls: u64,
-    /// The first row id of every file that was live before one of the calls (for the lost-delete
-    /// guard).
-    pub starts: BTreeMap<i64, i64>,
+    /// Every file that was live before one of the calls (for the lost-delete guard).
+    pub before: LiveFiles,
     /// The live files before the first call (`None` until it runs).
     pub live_before: Option<i64>,
 }
@@ -226,9 +225,9 @@ impl Lake<'_> {
             below,
         );
         for _ in 0..call_cap(small) {
-            let (live, starts) = self.file_row_starts(dataset)?;
-            merged.live_before.get_or_insert(live);
-            merged.starts.extend(starts);
+            let live = self.live_files(dataset)?;
+            merged.live_before.get_or_insert(live.count());
+            merged.before.extend(live);
             let message = format!(
                 "srdp_compact: merge {} (bounded call {})",
                 dataset.name(),
@@ -255,49 +254,6 @@ impl Lake<'_> {
             merged.created += created;
         }
         Ok(())
-    }
-
-    /// Gives srdp's connection the caller's `ducklake_target_file_size` again.
-    fn use_caller_target(&self) -> Result<()> {
-        let caller: Vec<(String, Option<String>)> = self
-            .caller
-            .borrow()
-            .iter()
-            .filter(|(name, _)| name == "ducklake_target_file_size")
-            .cloned()
-            .collect();
-        if caller.is_empty() {
-            let reset = sql::session_setting(&Ident::new("ducklake_target_file_size"), None);
-            return self.conn.execute_batch(&reset).map_err(|e| {
-                SrdpError::duckdb("resetting srdp's target file size failed".to_string(), e)
-            });
-        }
-        self.apply_settings(&caller)
-    }
-
-    /// DuckDB's `threads` setting (global: the caller's instance is srdp's).
-    pub fn threads(&self) -> Result<Option<u64>> {
-        Ok(self
-            .global_setting("threads")?
-            .and_then(|v| v.trim().parse().ok()))
-    }
-
-    /// A global DuckDB setting's current value.
-    fn global_setting(&self, name: &str) -> Result<Option<String>> {
-        Ok(self
-            .read(&sql::setting_value(&Literal::new(name)), |r| {
-                r.get::<_, Option<String>>(0)
-            })?
-            .into_iter()
-            .flatten()
-            .next())
-    }
-
-    fn set_global(&self, name: &str, value: &str) -> Result<()> {
-        let statement = format!("SET GLOBAL {} = {value}", Ident::new(name));
-        self.conn
-            .execute_batch(&statement)
-            .map_err(|e| SrdpError::duckdb(format!("SET GLOBAL {name} = {value} failed"), e))
     }
 }
 

@@ -62,18 +62,9 @@ impl Lake<'_> {
     /// SQLite or PostgreSQL catalog the catalog database runs the union itself (see
     /// [`MetadataTables::inlined_counts_in_catalog_db`]); should that fail, DuckDB runs
     /// `fallback`, the same union over its catalog of the metadata, as on a DuckDB-file catalog.
-    pub(super) fn count_rows(
-        &self,
-        tables: &[(i64, String)],
-        fallback: &str,
-    ) -> Result<Vec<(i64, i64)>> {
+    fn count_rows(&self, tables: &[(i64, String)], fallback: &str) -> Result<Vec<(i64, i64)>> {
         let row = |r: &duckdb::Row| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?));
-        let pushed = match self.spec.backend {
-            "sqlite" => Some(("sqlite_query", None)),
-            "postgres" => Some(("postgres_query", Some(self.spec.metadata_schema.as_str()))),
-            _ => None,
-        };
-        if let Some((function, schema)) = pushed {
+        if let Some((function, schema)) = self.catalog_db_query() {
             let metadata_db = format!("__ducklake_metadata_{}", self.spec.alias);
             if let Some(query) =
                 MetadataTables::inlined_counts_in_catalog_db(function, &metadata_db, schema, tables)
@@ -84,5 +75,16 @@ impl Lake<'_> {
             }
         }
         self.read(fallback, row)
+    }
+
+    /// The function that runs a query in the catalog database itself, and the schema its
+    /// metadata tables are in: `sqlite_query` (tables in SQLite's `main`), `postgres_query` (in
+    /// the metadata schema); `None` for a DuckDB-file catalog.
+    pub(super) fn catalog_db_query(&self) -> Option<(&'static str, Option<&str>)> {
+        match self.spec.backend {
+            "sqlite" => Some(("sqlite_query", None)),
+            "postgres" => Some(("postgres_query", Some(self.spec.metadata_schema.as_str()))),
+            _ => None,
+        }
     }
 }

@@ -58,4 +58,15 @@ impl Lake<'_> {
             attempts: step.attempts,
         })
     }
+
+    /// Markers a flush of `state`'s dataset wrote to a delete file: how many were counted before
+    /// minus how many are left (0 when either count is unknown).
+    fn markers_flushed(&self, table_id: i64, state: planner::DatasetState) -> Result<i64> {
+        if state.inline_deletions == 0 || state.markers_unknown {
+            return Ok(0);
+        }
+        Ok(self
+            .inline_deletions_of(table_id)?
+            .map_or(0, |left| (state.inline_deletions - left).max(0)))
+    }
 }

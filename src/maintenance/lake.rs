@@ -4,7 +4,7 @@
 use super::write_lock;
 use crate::attach::AttachSpec;
 use crate::error::{Result, SrdpError};
-use crate::plan::{self, AutoCompactOption, Dataset};
+use crate::plan::{self, Dataset, ScopedOption};
 use crate::sql::MetadataTables;
 use duckdb::Connection;
 
@@ -36,9 +36,8 @@ pub(super) struct Listing {
     pub(super) schemas: Vec<String>,
     /// DuckLake's registry of inlined insertion tables: `table_id, table_name`.
     pub(super) registry: Vec<(i64, String)>,
-    pub(super) auto_compact: Vec<AutoCompactOption>,
-    /// Every `target_file_size` option, at any scope.
-    pub(super) target_sizes: Vec<String>,
+    /// Every `auto_compact`, `target_file_size` and `rewrite_delete_threshold` option.
+    pub(super) options: Vec<ScopedOption>,
     pub(super) latest: Option<i64>,
 }
 
@@ -170,14 +169,18 @@ impl<'a> Lake<'a> {
                 ("inlined", _, _, Some(table_id), Some(name)) => {
                     listing.registry.push((table_id, name))
                 }
-                ("auto_compact", scope_id, scope, _, Some(value)) => {
-                    listing.auto_compact.push(AutoCompactOption {
-                        scope,
-                        scope_id,
-                        value,
-                    })
-                }
-                ("target_file_size", _, _, _, Some(value)) => listing.target_sizes.push(value),
+                (
+                    key @ ("auto_compact" | "target_file_size" | "rewrite_delete_threshold"),
+                    scope_id,
+                    scope,
+                    _,
+                    Some(value),
+                ) => listing.options.push(ScopedOption {
+                    key: key.to_string(),
+                    scope,
+                    scope_id,
+                    value,
+                }),
                 ("latest", _, _, latest, _) => listing.latest = latest,
                 _ => {}
             }
@@ -230,14 +233,9 @@ impl<'a> Lake<'a> {
         Ok(counts.first().copied().unwrap_or(0))
     }
 
-    /// Every `auto_compact` option of the catalog (from the call's first read).
-    pub fn auto_compact_options(&self) -> Result<Vec<AutoCompactOption>> {
-        Ok(self.listing()?.auto_compact.clone())
-    }
-
-    /// Every `target_file_size` option of the catalog (from the call's first read).
-    pub fn target_size_options(&self) -> Result<Vec<String>> {
-        Ok(self.listing()?.target_sizes.clone())
+    /// The catalog's maintenance options at every scope (from the call's first read).
+    pub fn options(&self) -> Result<&[ScopedOption]> {
+        Ok(&self.listing()?.options)
     }
 
     /// The latest snapshot the call's first read saw.

@@ -9,12 +9,18 @@
 //!   by partition alone and counts files with deletes, which can only make its groups larger, and
 //!   takes the largest target size anyone configured (the catalog's options at any scope, the
 //!   `ducklake_target_file_size` setting, DuckLake's default 512 MiB): fewer than two such files
-//!   in every group proves there is nothing to merge. A dataset that was just flushed has new
-//!   files, so it is always merged. When the plan cannot prove it, DuckLake is called.
+//!   in every group proves there is nothing to merge. A dataset that was just flushed or
+//!   rewritten has new files, so it is always merged. When the plan cannot prove it, DuckLake is
+//!   called;
+//! * rewrite: the live files that carry deletes, each with its rows, size and deleted rows (its
+//!   live delete file's count plus its inline deletion markers), decide whether and how the
+//!   rewrite runs ([`super::rewrite::plan_rewrite`]); a dataset without such files has none.
 
+use super::rewrite::{self, FileDeletes, RewritePlan};
 use super::Lake;
-use crate::error::Result;
-use crate::plan::{self, Dataset, Upkeep};
+use crate::error::{Result, SrdpError};
+use crate::plan::{self, Dataset, ScopedOption};
+use crate::sql::{Literal, MetadataTables};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Up to this many selected datasets, the planning read names their table ids.
@@ -24,7 +30,7 @@ const FEW_DATASETS: usize = 64;
 pub const DEFAULT_TARGET_FILE_SIZE: u64 = 1 << 29;
 
 /// What the planning read says about one dataset.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DatasetState {
     /// Live data files.
     pub files: i64,
@@ -34,7 +40,7 @@ pub struct DatasetState {
     pub small: i64,
     /// Inlined insertion records (live, deleted or superseded).
     pub inlined_rows: i64,
-    /// Inline deletion markers against Parquet files.
+    /// Inline deletion markers against live Parquet files.
     pub inline_deletions: i64,
     /// The markers could not be counted (DuckLake is asked to flush).
     pub markers_unknown: bool,
@@ -42,6 +48,12 @@ pub struct DatasetState {
     /// instance may hold a stale list of its inlined tables (duckdb/ducklake#1305), and only a
     /// flush call finds out (and srdp then re-attaches), so it is called.
     pub flushed_elsewhere: bool,
+    /// Live files that carry deletes.
+    pub files_with_deletes: i64,
+    /// Deleted rows those files carry.
+    pub deleted_rows: i64,
+    /// What the rewrite step does, `None` when no file needs it.
+    pub rewrite: Option<RewritePlan>,
 }
 
 impl DatasetState {
@@ -53,18 +65,22 @@ impl DatasetState {
             || self.flushed_elsewhere
     }
 
-    /// Whether a merge may do anything, after a flush that wrote (or not) new files.
-    pub fn may_merge(&self, flushed_files: bool) -> bool {
-        flushed_files || self.mergeable >= 2
+    /// Whether a merge may do anything, after a flush or rewrite that wrote (or not) new files.
+    pub fn may_merge(&self, new_files: bool) -> bool {
+        new_files || self.mergeable >= 2
     }
 }
 
 /// The planning read of one call.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogPlan {
     states: BTreeMap<i64, DatasetState>,
     /// The target file size the plan counted small files with, in bytes.
     target: u64,
+    /// The catalog's maintenance options and the `ducklake_target_file_size` setting, for each
+    /// dataset's rewrite rule ([`CatalogPlan::rewrite_rule`]).
+    options: Vec<ScopedOption>,
+    setting: Option<String>,
 }
 
 impl CatalogPlan {
@@ -77,6 +93,23 @@ impl CatalogPlan {
     pub fn target(&self) -> u64 {
         self.target
     }
+
+    /// The target file size (bytes) and deleted-share threshold the rewrite of `dataset` uses.
+    pub fn rewrite_rule(&self, dataset: &Dataset) -> Result<RewriteRule> {
+        Ok(RewriteRule {
+            target: dataset_target(&self.options, self.setting.as_deref(), dataset),
+            threshold: rewrite_threshold(&self.options, dataset)?,
+        })
+    }
+}
+
+/// Which files of a dataset the rewrite wants (see [`super::rewrite`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RewriteRule {
+    /// The target file size in bytes: files under it are rewritten for any delete.
+    pub target: u64,
+    /// The deleted share at which a file at or above the target is rewritten.
+    pub threshold: f64,
 }
 
 /// Table ids named by `inlined_delete:<id>` entries of DuckLake's `changes_made` texts.
@@ -143,7 +176,12 @@ impl Lake<'_> {
         for (id, inlined) in self.inlined(datasets)? {
             states.entry(id).or_default().inlined_rows = inlined.rows;
         }
-        let options = self.target_size_options()?;
+        let options = self.options()?;
+        let sizes: Vec<String> = options
+            .iter()
+            .filter(|o| o.key == "target_file_size")
+            .map(|o| o.value.clone())
+            .collect();
         let setting = self
             .read(
                 &crate::sql::setting_value(&crate::sql::Literal::new("ducklake_target_file_size")),
@@ -152,7 +190,7 @@ impl Lake<'_> {
             .into_iter()
             .flatten()
             .next();
-        let target = merge_target(&options, setting.as_deref());
+        let target = merge_target(&sizes, setting.as_deref());
         // A call on a few datasets (the Dagster job's one dataset per step) reads their files only.
         let ids: Vec<i64> = wanted.iter().copied().collect();
         let only = (ids.len() <= FEW_DATASETS).then_some(ids.as_slice());
@@ -174,40 +212,24 @@ impl Lake<'_> {
             }
         }
 
-        let changes = self.read(&self.meta.inline_deletion_changes(), |r| {
-            r.get::<_, String>(0)
-        })?;
-        let marked: Vec<i64> = inline_deletion_tables(&changes)
-            .intersection(&wanted)
-            .copied()
-            .collect();
-        // `inlined_delete` also names deletes of inlined rows, which make no marker table: when
-        // one query over all the tables fails, each is counted alone (a missing table holds no
-        // marker; any other failure counts as markers of unknown number, so DuckLake is asked).
-        let marker_tables: Vec<(i64, String)> = marked
-            .iter()
-            .map(|&id| (id, format!("ducklake_inlined_delete_{id}")))
-            .collect();
-        let counts =
-            match self.count_rows(&marker_tables, &self.meta.inline_deletion_counts(&marked)) {
-                Ok(counts) => counts,
-                Err(_) => marked
-                    .iter()
-                    .map(|&id| {
-                        (
-                            id,
-                            self.inline_deletions_of(id).unwrap_or(None).unwrap_or(-1),
-                        )
-                    })
-                    .collect(),
+        let (backlog, unknown) = self.delete_backlog(&wanted, only)?;
+        for id in unknown {
+            states.entry(id).or_default().markers_unknown = true;
+        }
+        let plan = CatalogPlan {
+            states: BTreeMap::new(),
+            target,
+            options: options.to_vec(),
+            setting,
+        };
+        for d in datasets {
+            let Some(files) = backlog.get(&d.table_id) else {
+                continue;
             };
-        for (id, n) in counts {
-            let state = states.entry(id).or_default();
-            if n < 0 {
-                state.markers_unknown = true;
-            } else {
-                state.inline_deletions = n;
-            }
+            let rule = plan.rewrite_rule(d)?;
+            let state = states.entry(d.table_id).or_default();
+            state.inline_deletions = files.iter().map(|f| f.markers).sum();
+            state.apply_backlog(files, rule);
         }
         // The first read's snapshot: anything committed since then is not srdp's (see settle).
         let latest = self.listed_snapshot()?;
@@ -224,89 +246,212 @@ impl Lake<'_> {
         if latest.is_some() {
             self.seen.set(latest);
         }
-        Ok(CatalogPlan { states, target })
+        Ok(CatalogPlan { states, ..plan })
     }
 
-    /// Inline deletion markers of one table now: 0 when it has no marker table, `None` when
-    /// they cannot be counted.
+    /// The live files that carry deletes of the `wanted` tables (`only`: the table ids the
+    /// metadata read names, see [`MetadataTables::delete_backlog`]), each with its deleted rows
+    /// (delete file and inline deletion markers), and the tables whose markers could not be
+    /// counted. Two reads whatever the number of tables.
+    fn delete_backlog(
+        &self,
+        wanted: &BTreeSet<i64>,
+        only: Option<&[i64]>,
+    ) -> Result<(BTreeMap<i64, Vec<FileBacklog>>, BTreeSet<i64>)> {
+        let markers = self.marker_counts(wanted)?;
+        let marked: Vec<i64> = markers.per_file.keys().map(|(_, file)| *file).collect();
+        let mut backlog: BTreeMap<i64, Vec<FileBacklog>> = BTreeMap::new();
+        for (table_id, file_id, rows, bytes, deleted) in
+            self.read(&self.meta.delete_backlog(only, &marked), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            })?
+        {
+            if !wanted.contains(&table_id) {
+                continue;
+            }
+            // Markers count only against live files: a marker of a retired file is one a
+            // compaction raced with (see `super::guard`), not work for a flush.
+            let on_file = markers
+                .per_file
+                .get(&(table_id, file_id))
+                .copied()
+                .unwrap_or(0);
+            backlog.entry(table_id).or_default().push(FileBacklog {
+                file: FileDeletes {
+                    rows,
+                    bytes: u64::try_from(bytes).unwrap_or(0),
+                    deleted: deleted + on_file,
+                },
+                markers: on_file,
+            });
+        }
+        Ok((backlog, markers.unknown))
+    }
+
+    /// The rewrite of `dataset` planned again from the catalog now: after a flush that wrote
+    /// rows, whose new file carries the deletes of inlined rows deleted before it (DuckLake
+    /// writes them to a delete file of the new file). One dataset's two reads.
+    pub fn replan_rewrite(
+        &self,
+        dataset: &Dataset,
+        state: DatasetState,
+        rule: RewriteRule,
+    ) -> Result<DatasetState> {
+        let wanted = BTreeSet::from([dataset.table_id]);
+        let (backlog, _) = self.delete_backlog(&wanted, Some(&[dataset.table_id]))?;
+        let mut state = DatasetState {
+            files_with_deletes: 0,
+            deleted_rows: 0,
+            rewrite: None,
+            ..state
+        };
+        if let Some(files) = backlog.get(&dataset.table_id) {
+            state.apply_backlog(files, rule);
+        }
+        Ok(state)
+    }
+
+    /// Inline deletion markers per (table, data file) of the `wanted` tables, and the tables
+    /// whose markers could not be counted. The tables that snapshots name with
+    /// `inlined_delete:<id>` are counted in one union, run by the catalog database where it can
+    /// ([`MetadataTables::marker_counts_in_catalog_db`]); `inlined_delete` also names deletes of
+    /// inlined rows, which make no marker table, so when the union fails each table is counted
+    /// alone (a missing table holds no marker; any other failure leaves its markers unknown, and
+    /// DuckLake is asked to flush).
+    fn marker_counts(&self, wanted: &BTreeSet<i64>) -> Result<MarkerCounts> {
+        let changes = self.read(&self.meta.inline_deletion_changes(), |r| {
+            r.get::<_, String>(0)
+        })?;
+        let marked: Vec<i64> = inline_deletion_tables(&changes)
+            .intersection(wanted)
+            .copied()
+            .collect();
+        let mut counts = MarkerCounts::default();
+        let rows = match self.marker_rows(&marked) {
+            Ok(rows) => rows,
+            Err(_) => {
+                let mut rows = Vec::new();
+                for &id in &marked {
+                    match self.marker_rows(&[id]) {
+                        Ok(found) => rows.extend(found),
+                        Err(SrdpError::DuckDb { message, .. })
+                            if message.contains("does not exist") => {}
+                        Err(_) => {
+                            counts.unknown.insert(id);
+                        }
+                    }
+                }
+                rows
+            }
+        };
+        for (table_id, file_id, n) in rows {
+            *counts.per_file.entry((table_id, file_id)).or_default() += n;
+        }
+        Ok(counts)
+    }
+
+    /// `table_id, file_id, markers` of the marker tables of `table_ids` (see
+    /// [`Lake::marker_counts`]).
+    fn marker_rows(&self, table_ids: &[i64]) -> Result<Vec<(i64, i64, i64)>> {
+        let row = |r: &duckdb::Row| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        };
+        if let Some((function, schema)) = self.catalog_db_query() {
+            if let Some(query) = MetadataTables::marker_counts_in_catalog_db(
+                function,
+                &format!("__ducklake_metadata_{}", self.spec.alias),
+                schema,
+                table_ids,
+            ) {
+                if let Ok(rows) = self.read_in_one_transaction(&query, row) {
+                    return Ok(rows);
+                }
+            }
+        }
+        self.read(&self.meta.marker_counts(table_ids), row)
+    }
+
+    /// Inline deletion markers of one table now, on live and retired files alike: 0 when it has
+    /// no marker table, `None` when they cannot be counted.
     pub fn inline_deletions_of(&self, table_id: i64) -> Result<Option<i64>> {
         match self.read(&self.meta.inline_deletion_counts(&[table_id]), |r| {
             r.get::<_, i64>(1)
         }) {
             Ok(counts) => Ok(Some(counts.first().copied().unwrap_or(0))),
-            Err(crate::error::SrdpError::DuckDb { message, .. })
-                if message.contains("does not exist") =>
-            {
+            Err(SrdpError::DuckDb { message, .. }) if message.contains("does not exist") => {
                 Ok(Some(0))
             }
             Err(_) => Ok(None),
         }
     }
+}
 
-    /// Markers a flush of `state`'s dataset wrote to a delete file: how many were counted before
-    /// minus how many are left (0 when either count is unknown).
-    pub fn markers_flushed(&self, table_id: i64, state: DatasetState) -> Result<i64> {
-        if state.inline_deletions == 0 || state.markers_unknown {
-            return Ok(0);
-        }
-        Ok(self
-            .inline_deletions_of(table_id)?
-            .map_or(0, |left| (state.inline_deletions - left).max(0)))
+/// A live file with deletes, and how many of them are inline deletion markers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FileBacklog {
+    file: FileDeletes,
+    markers: i64,
+}
+
+impl DatasetState {
+    /// The delete backlog of the dataset's `files`, and the rewrite it asks for under `rule`.
+    fn apply_backlog(&mut self, files: &[FileBacklog], rule: RewriteRule) {
+        let files: Vec<FileDeletes> = files.iter().map(|f| f.file).collect();
+        self.files_with_deletes = i64::try_from(files.len()).unwrap_or(i64::MAX);
+        self.deleted_rows = files.iter().map(|f| f.deleted).sum();
+        self.rewrite = rewrite::plan_rewrite(&files, rule.target, rule.threshold);
     }
 }
 
-/// The status of a compaction step pair from what the plan knew and what DuckLake did.
-pub fn compact_status(
-    rows_flushed: i64,
-    markers_flushed: i64,
-    files_processed: i64,
-    upkeep: Upkeep,
-) -> String {
-    let base = plan::compact_status(
-        rows_flushed + markers_flushed,
-        files_processed,
-        upkeep.runs(),
-    );
-    with_notes(
-        base,
-        markers_flushed,
-        upkeep,
-        rows_flushed + markers_flushed + files_processed > 0,
-    )
+/// Inline deletion markers per (table id, data file id), and the tables whose markers could not
+/// be counted.
+#[derive(Debug, Default)]
+struct MarkerCounts {
+    per_file: BTreeMap<(i64, i64), i64>,
+    unknown: BTreeSet<i64>,
 }
 
-/// The status of a flush step from what DuckLake did.
-pub fn flush_status(rows_flushed: i64, markers_flushed: i64, upkeep: Upkeep) -> String {
-    let base = plan::flush_status(rows_flushed + markers_flushed, upkeep.runs());
-    with_notes(
-        base,
-        markers_flushed,
-        upkeep,
-        rows_flushed + markers_flushed > 0,
-    )
-}
-
-/// `base`, then the markers note when a flush wrote markers, then [`EXPLICIT_NOTE`] when a step
-/// that `changed` something overrode `auto_compact = false`.
-fn with_notes(base: &str, markers: i64, upkeep: Upkeep, changed: bool) -> String {
-    let mut status = base.to_string();
-    if markers > 0 {
-        status.push_str(&format!("; {}", markers_note(markers)));
+/// The target file size DuckLake uses for `dataset`: the `ducklake_target_file_size` setting
+/// where it is set, else the `target_file_size` option (table, schema, catalog), else DuckLake's
+/// default; a value that does not parse counts every file as small (as [`merge_target`] does).
+pub fn dataset_target(options: &[ScopedOption], setting: Option<&str>, dataset: &Dataset) -> u64 {
+    let value = setting
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| plan::scoped_value(options, "target_file_size", dataset).map(|(v, _)| v));
+    match value {
+        None => DEFAULT_TARGET_FILE_SIZE,
+        Some(v) => parse_size(v).unwrap_or(u64::MAX),
     }
-    if changed && upkeep.explicit().is_some() {
-        status.push_str(EXPLICIT_NOTE);
-    }
-    status
 }
 
-/// Appended to the status of a step that overrode `auto_compact = false` (see
-/// [`crate::plan::Upkeep::Explicit`]).
-pub const EXPLICIT_NOTE: &str = "; explicit: auto_compact is false for bulk calls only";
-
-/// `1 inline deletion marker written to a delete file` (plural from 2 on).
-pub fn markers_note(markers: i64) -> String {
-    let plural = if markers == 1 { "" } else { "s" };
-    format!("{markers} inline deletion marker{plural} written to a delete file")
+/// The rewrite threshold of `dataset` (see [`rewrite::threshold`]); an option that is not a
+/// share is an error naming it.
+fn rewrite_threshold(options: &[ScopedOption], dataset: &Dataset) -> Result<f64> {
+    let option = plan::scoped_value(options, "rewrite_delete_threshold", dataset);
+    rewrite::threshold(option.map(|(v, _)| v)).map_err(|value| {
+        let scope = match option.map(|(_, scope)| scope) {
+            Some(plan::OptionScope::Table) => format!("on table '{}'", dataset.name()),
+            Some(plan::OptionScope::Schema) => format!("on schema '{}'", dataset.schema),
+            _ => "for the catalog".to_string(),
+        };
+        SrdpError::InvalidArgument(format!(
+            "srdp_compact: DuckLake's option rewrite_delete_threshold = {} {scope} is not a share \
+             from 0 to 1, so dataset '{}' cannot be planned; set it again with \
+             CALL <lake>.set_option('rewrite_delete_threshold', 0.3, ...) or remove it",
+            Literal::new(&value),
+            dataset.name()
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -371,45 +516,5 @@ mod tests {
             ..idle
         };
         assert!(two_small.may_merge(false));
-    }
-
-    #[test]
-    fn statuses_say_what_happened() {
-        use crate::plan::OptionScope;
-        let on = Upkeep::Maintained;
-        assert_eq!(compact_status(0, 0, 0, on), "nothing to do");
-        assert_eq!(compact_status(5, 0, 0, on), "compacted");
-        assert_eq!(
-            compact_status(0, 3, 0, on),
-            "compacted; 3 inline deletion markers written to a delete file"
-        );
-        assert_eq!(
-            compact_status(2, 1, 0, on),
-            "compacted; 1 inline deletion marker written to a delete file"
-        );
-        assert_eq!(
-            compact_status(0, 0, 0, Upkeep::Skipped),
-            "skipped: auto_compact is false"
-        );
-        let explicit = Upkeep::Explicit(OptionScope::Schema);
-        assert_eq!(
-            compact_status(0, 1, 4, explicit),
-            "compacted; 1 inline deletion marker written to a delete file; explicit: auto_compact is false for bulk calls only"
-        );
-        assert_eq!(compact_status(0, 0, 0, explicit), "nothing to do");
-        assert_eq!(flush_status(4, 0, on), "flushed");
-        assert_eq!(
-            flush_status(4, 0, explicit),
-            "flushed; explicit: auto_compact is false for bulk calls only"
-        );
-        assert_eq!(
-            flush_status(0, 2, on),
-            "flushed; 2 inline deletion markers written to a delete file"
-        );
-        assert_eq!(flush_status(0, 0, explicit), "nothing to do");
-        assert_eq!(
-            flush_status(0, 0, Upkeep::Skipped),
-            "skipped: auto_compact is false"
-        );
     }
 }

@@ -81,6 +81,49 @@ impl Lake<'_> {
         }
         Ok(())
     }
+
+    /// Gives srdp's connection the caller's `ducklake_target_file_size` again.
+    pub(super) fn use_caller_target(&self) -> Result<()> {
+        let caller: Vec<(String, Option<String>)> = self
+            .caller
+            .borrow()
+            .iter()
+            .filter(|(name, _)| name == "ducklake_target_file_size")
+            .cloned()
+            .collect();
+        if caller.is_empty() {
+            let reset = sql::session_setting(&Ident::new("ducklake_target_file_size"), None);
+            return self.conn.execute_batch(&reset).map_err(|e| {
+                SrdpError::duckdb("resetting srdp's target file size failed".to_string(), e)
+            });
+        }
+        self.apply_settings(&caller)
+    }
+
+    /// DuckDB's `threads` setting (global: the caller's instance is srdp's).
+    pub fn threads(&self) -> Result<Option<u64>> {
+        Ok(self
+            .global_setting("threads")?
+            .and_then(|v| v.trim().parse().ok()))
+    }
+
+    /// A global DuckDB setting's current value.
+    pub(super) fn global_setting(&self, name: &str) -> Result<Option<String>> {
+        Ok(self
+            .read(&sql::setting_value(&Literal::new(name)), |r| {
+                r.get::<_, Option<String>>(0)
+            })?
+            .into_iter()
+            .flatten()
+            .next())
+    }
+
+    pub(super) fn set_global(&self, name: &str, value: &str) -> Result<()> {
+        let statement = format!("SET GLOBAL {} = {value}", Ident::new(name));
+        self.conn
+            .execute_batch(&statement)
+            .map_err(|e| SrdpError::duckdb(format!("SET GLOBAL {name} = {value} failed"), e))
+    }
 }
 
 #[cfg(test)]

@@ -155,7 +155,7 @@ impl Lake<'_> {
 
     /// The `CALL ... set_commit_message` that labels a maintenance step's snapshot with srdp's
     /// author and `message`.
-    fn label(&self, message: &str) -> String {
+    pub(super) fn label(&self, message: &str) -> String {
         sql::set_commit_message(
             &Ident::new(&self.spec.alias),
             &Literal::new(crate::audit::MAINTENANCE_AUTHOR),

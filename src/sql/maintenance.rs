@@ -69,6 +69,44 @@ pub fn merge_batch(
     )
 }
 
+/// Rewrites the files of one dataset whose deleted share is at least `threshold`, without their
+/// deleted rows; returns `files_processed, files_created`. The threshold goes in as text cast to
+/// DOUBLE, so it arrives as exactly the double srdp computed.
+pub fn rewrite(alias: &Literal, schema: &Literal, table: &Literal, threshold: f64) -> String {
+    format!(
+        "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
+         FROM ducklake_rewrite_data_files({alias}, {table}, schema => {schema}, delete_threshold => '{threshold}'::DOUBLE)"
+    )
+}
+
+/// The row ids of the rows at `positions` of one data file (named by the last segment of its
+/// path), read at `snapshot`: `file_row_number, rowid`. The guard maps inline deletion markers
+/// (file, position) of a file that stores its row ids back to row ids with it.
+pub fn row_ids_at_positions(
+    alias: &Ident,
+    schema: &Ident,
+    table: &Ident,
+    snapshot: i64,
+    file_name: &Literal,
+    positions: &[i64],
+) -> String {
+    let positions: Vec<String> = positions.iter().map(i64::to_string).collect();
+    format!(
+        "SELECT file_row_number, rowid FROM {alias}.{schema}.{table} AT (VERSION => {snapshot}) \
+         WHERE parse_filename(filename) = {file_name} AND file_row_number IN ({})",
+        positions.join(", ")
+    )
+}
+
+/// Which of `row_ids` the dataset still holds.
+pub fn live_row_ids(alias: &Ident, schema: &Ident, table: &Ident, row_ids: &[i64]) -> String {
+    let ids: Vec<String> = row_ids.iter().map(i64::to_string).collect();
+    format!(
+        "SELECT rowid FROM {alias}.{schema}.{table} WHERE rowid IN ({})",
+        ids.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +123,35 @@ mod tests {
             merge_batch(&alias, &schema, &table, 3, None),
             "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
              FROM ducklake_merge_adjacent_files('l', 't', schema => 'r''aw', max_compacted_files => 3)"
+        );
+    }
+
+    #[test]
+    fn builds_rewrites() {
+        let (a, s, t) = (
+            Literal::new("lake"),
+            Literal::new("cur"),
+            Literal::new("it's"),
+        );
+        assert_eq!(
+            rewrite(&a, &s, &t, 0.30000000000000004),
+            "SELECT COALESCE(sum(files_processed), 0)::BIGINT, COALESCE(sum(files_created), 0)::BIGINT \
+             FROM ducklake_rewrite_data_files('lake', 'it''s', schema => 'cur', delete_threshold => '0.30000000000000004'::DOUBLE)"
+        );
+        assert!(rewrite(&a, &s, &t, 0.00001).ends_with("delete_threshold => '0.00001'::DOUBLE)"));
+    }
+
+    #[test]
+    fn builds_the_guards_reads() {
+        let (l, s, t) = (Ident::new("l"), Ident::new("raw"), Ident::new("t\"x"));
+        assert_eq!(
+            row_ids_at_positions(&l, &s, &t, 12, &Literal::new("ducklake-1.parquet"), &[3, 9]),
+            "SELECT file_row_number, rowid FROM \"l\".\"raw\".\"t\"\"x\" AT (VERSION => 12) \
+             WHERE parse_filename(filename) = 'ducklake-1.parquet' AND file_row_number IN (3, 9)"
+        );
+        assert_eq!(
+            live_row_ids(&l, &s, &t, &[4, 5]),
+            "SELECT rowid FROM \"l\".\"raw\".\"t\"\"x\" WHERE rowid IN (4, 5)"
         );
     }
 

@@ -5,6 +5,14 @@ use super::{metadata_catalog, Ident, Literal};
 /// The most tables one union run by the catalog database counts (SQLite's limit is 500 terms).
 pub const UNION_TERMS: usize = 250;
 
+/// `1, 2, 3`
+fn id_list(ids: &[i64]) -> String {
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `"<metadata catalog>"."<metadata schema>".<table>`
 pub struct MetadataTables {
     prefix: String,
@@ -31,7 +39,8 @@ impl MetadataTables {
     /// * `schema`: `NULL, schema_name` of each live schema;
     /// * `inlined`: `NULL, NULL, table_id, table_name` of DuckLake 1.0's registry of inlined
     ///   insertion tables;
-    /// * `auto_compact`, `target_file_size`: `scope_id, scope, NULL, value` of each such option;
+    /// * `auto_compact`, `target_file_size`, `rewrite_delete_threshold`: `scope_id, scope, NULL,
+    ///   value` of each such option;
     /// * `latest`: `NULL, NULL, max(snapshot_id)`.
     pub fn listing(&self) -> String {
         format!(
@@ -41,7 +50,7 @@ impl MetadataTables {
              UNION ALL SELECT 'schema', NULL, schema_name, NULL, NULL FROM {schema} WHERE end_snapshot IS NULL \
              UNION ALL SELECT 'inlined', NULL, NULL, table_id, table_name FROM {inlined} \
              UNION ALL SELECT key, scope_id, scope, NULL, value FROM {metadata} \
-             WHERE key IN ('auto_compact', 'target_file_size') \
+             WHERE key IN ('auto_compact', 'target_file_size', 'rewrite_delete_threshold') \
              UNION ALL SELECT 'latest', NULL, NULL, max(snapshot_id), NULL FROM {snapshot}",
             table = self.table("ducklake_table"),
             schema = self.table("ducklake_schema"),
@@ -145,10 +154,7 @@ impl MetadataTables {
             None => String::new(),
             // A lake with no tables: `IN ()` is a syntax error, and there is nothing to read.
             Some([]) => " AND false".to_string(),
-            Some(ids) => {
-                let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
-                format!(" AND table_id IN ({})", ids.join(", "))
-            }
+            Some(ids) => format!(" AND table_id IN ({})", id_list(ids)),
         };
         format!(
             "WITH live AS (SELECT table_id, data_file_id, partition_id, file_size_bytes FROM {} \
@@ -182,6 +188,89 @@ impl MetadataTables {
         )
     }
 
+    /// Inline deletion markers per data file: `table_id, file_id, markers`, one row per file
+    /// with markers, over the marker tables of `table_ids` (DuckDB runs the union; see
+    /// [`MetadataTables::marker_counts_in_catalog_db`]).
+    pub fn marker_counts(&self, table_ids: &[i64]) -> String {
+        if table_ids.is_empty() {
+            return "SELECT NULL::BIGINT AS table_id, NULL::BIGINT AS file_id, 0::BIGINT AS n WHERE false"
+                .to_string();
+        }
+        table_ids
+            .iter()
+            .map(|id| {
+                format!(
+                    "SELECT {id}::BIGINT AS table_id, file_id::BIGINT AS file_id, count(*)::BIGINT AS n FROM {} GROUP BY file_id",
+                    self.table(&format!("ducklake_inlined_delete_{id}"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    }
+
+    /// [`MetadataTables::marker_counts`] run by the catalog database itself (as
+    /// [`MetadataTables::inlined_counts_in_catalog_db`] does for inlined rows); `None` without
+    /// tables.
+    pub fn marker_counts_in_catalog_db(
+        function: &str,
+        metadata_db: &str,
+        schema: Option<&str>,
+        table_ids: &[i64],
+    ) -> Option<String> {
+        if table_ids.is_empty() {
+            return None;
+        }
+        let prefix = schema.map_or(String::new(), |s| format!("{}.", Ident::new(s)));
+        let calls = table_ids
+            .chunks(UNION_TERMS)
+            .map(|chunk| {
+                let union = chunk
+                    .iter()
+                    .map(|id| {
+                        format!(
+                            "SELECT {id} AS table_id, file_id, count(*) AS n FROM {prefix}{} GROUP BY file_id",
+                            Ident::new(&format!("ducklake_inlined_delete_{id}"))
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" UNION ALL ");
+                format!(
+                    "SELECT table_id::BIGINT AS table_id, file_id::BIGINT AS file_id, n::BIGINT AS n FROM {function}({}, {})",
+                    Literal::new(metadata_db),
+                    Literal::new(&union)
+                )
+            })
+            .collect::<Vec<_>>();
+        Some(calls.join(" UNION ALL "))
+    }
+
+    /// The live data files that carry deletes: `table_id, data_file_id, record_count,
+    /// file_size_bytes, deleted` where `deleted` is the delete count of the file's live delete
+    /// file (0 without one). Files with a live delete file, and the files `marked` (those with
+    /// inline deletion markers, counted apart); `tables`: only these table ids, as in
+    /// [`MetadataTables::merge_plan`].
+    pub fn delete_backlog(&self, tables: Option<&[i64]>, marked: &[i64]) -> String {
+        let only = match tables {
+            None => String::new(),
+            Some([]) => " AND false".to_string(),
+            Some(ids) => format!(" AND d.table_id IN ({})", id_list(ids)),
+        };
+        let marked = if marked.is_empty() {
+            String::new()
+        } else {
+            format!(" OR d.data_file_id IN ({})", id_list(marked))
+        };
+        format!(
+            "SELECT d.table_id, d.data_file_id, d.record_count, d.file_size_bytes, \
+             COALESCE(max(x.delete_count), 0)::BIGINT FROM {} d LEFT JOIN {} x \
+             ON x.data_file_id = d.data_file_id AND x.end_snapshot IS NULL \
+             WHERE d.end_snapshot IS NULL{only} AND (x.data_file_id IS NOT NULL{marked}) \
+             GROUP BY d.table_id, d.data_file_id, d.record_count, d.file_size_bytes",
+            self.table("ducklake_data_file"),
+            self.table("ducklake_delete_file")
+        )
+    }
+
     /// Inline deletion markers per table: `table_id, markers`, one row per given table id.
     pub fn inline_deletion_counts(&self, table_ids: &[i64]) -> String {
         if table_ids.is_empty() {
@@ -208,10 +297,11 @@ impl MetadataTables {
         )
     }
 
-    /// Live data files of one table with their first row id: `data_file_id, row_id_start`.
+    /// Live data files of one table with what the guard needs to map a position in each back to
+    /// a row id: `data_file_id, row_id_start, path, begin_snapshot`.
     pub fn live_file_row_starts(&self, table_id: i64) -> String {
         format!(
-            "SELECT data_file_id, row_id_start FROM {} WHERE table_id = {table_id} AND end_snapshot IS NULL",
+            "SELECT data_file_id, row_id_start, path, begin_snapshot FROM {} WHERE table_id = {table_id} AND end_snapshot IS NULL",
             self.table("ducklake_data_file")
         )
     }
@@ -268,7 +358,7 @@ mod tests {
              UNION ALL SELECT 'schema', NULL, schema_name, NULL, NULL FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_schema\" WHERE end_snapshot IS NULL \
              UNION ALL SELECT 'inlined', NULL, NULL, table_id, table_name FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_inlined_data_tables\" \
              UNION ALL SELECT key, scope_id, scope, NULL, value FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_metadata\" \
-             WHERE key IN ('auto_compact', 'target_file_size') \
+             WHERE key IN ('auto_compact', 'target_file_size', 'rewrite_delete_threshold') \
              UNION ALL SELECT 'latest', NULL, NULL, max(snapshot_id), NULL FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_snapshot\""
         );
         assert_eq!(
@@ -347,6 +437,44 @@ mod tests {
     }
 
     #[test]
+    fn builds_the_delete_backlog_reads() {
+        let m = MetadataTables::new("l", "meta");
+        assert_eq!(
+            m.marker_counts(&[4, 9]),
+            "SELECT 4::BIGINT AS table_id, file_id::BIGINT AS file_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_inlined_delete_4\" GROUP BY file_id \
+             UNION ALL SELECT 9::BIGINT AS table_id, file_id::BIGINT AS file_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_inlined_delete_9\" GROUP BY file_id"
+        );
+        assert_eq!(
+            m.marker_counts(&[]),
+            "SELECT NULL::BIGINT AS table_id, NULL::BIGINT AS file_id, 0::BIGINT AS n WHERE false"
+        );
+        assert_eq!(
+            MetadataTables::marker_counts_in_catalog_db("postgres_query", "__ducklake_metadata_l", Some("m'eta"), &[3]).unwrap(),
+            "SELECT table_id::BIGINT AS table_id, file_id::BIGINT AS file_id, n::BIGINT AS n FROM postgres_query('__ducklake_metadata_l', \
+             'SELECT 3 AS table_id, file_id, count(*) AS n FROM \"m''eta\".\"ducklake_inlined_delete_3\" GROUP BY file_id')"
+        );
+        assert_eq!(
+            MetadataTables::marker_counts_in_catalog_db("sqlite_query", "m", None, &[]),
+            None
+        );
+        assert_eq!(
+            m.delete_backlog(Some(&[2, 7]), &[11, 12]),
+            "SELECT d.table_id, d.data_file_id, d.record_count, d.file_size_bytes, \
+             COALESCE(max(x.delete_count), 0)::BIGINT FROM \"__ducklake_metadata_l\".\"meta\".\"ducklake_data_file\" d \
+             LEFT JOIN \"__ducklake_metadata_l\".\"meta\".\"ducklake_delete_file\" x \
+             ON x.data_file_id = d.data_file_id AND x.end_snapshot IS NULL \
+             WHERE d.end_snapshot IS NULL AND d.table_id IN (2, 7) AND (x.data_file_id IS NOT NULL OR d.data_file_id IN (11, 12)) \
+             GROUP BY d.table_id, d.data_file_id, d.record_count, d.file_size_bytes"
+        );
+        assert!(m
+            .delete_backlog(None, &[])
+            .contains("WHERE d.end_snapshot IS NULL AND (x.data_file_id IS NOT NULL) GROUP BY"));
+        assert!(m
+            .delete_backlog(Some(&[]), &[])
+            .contains("WHERE d.end_snapshot IS NULL AND false AND (x.data_file_id"));
+    }
+
+    #[test]
     fn builds_small_file_counts() {
         let m = MetadataTables::new("l", "main");
         assert_eq!(
@@ -361,7 +489,7 @@ mod tests {
         let m = MetadataTables::new("l", "main");
         assert_eq!(
             m.live_file_row_starts(4),
-            "SELECT data_file_id, row_id_start FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" WHERE table_id = 4 AND end_snapshot IS NULL"
+            "SELECT data_file_id, row_id_start, path, begin_snapshot FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" WHERE table_id = 4 AND end_snapshot IS NULL"
         );
         assert_eq!(
             m.inline_deletions(4),

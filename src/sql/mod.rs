@@ -99,7 +99,7 @@ pub mod maintenance;
 pub mod metadata;
 
 pub use maintenance::{
-    delete_row_ids, flush, merge, merge_batch, set_auto_compact, set_commit_message,
+    delete_row_ids, flush, merge, merge_batch, rewrite, set_auto_compact, set_commit_message,
 };
 pub use metadata::{MetadataTables, UNION_TERMS};
 

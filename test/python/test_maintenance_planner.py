@@ -1,10 +1,15 @@
 """srdp's maintenance planner, differentially: 200+ datasets of every kind on two identical lakes,
 one compacted by ``srdp_compact`` (which skips the DuckLake calls its one planning read proves
 idle), the twin by the plain per-dataset loop of ``ducklake_flush_inlined_data`` +
-``ducklake_merge_adjacent_files``. Afterwards:
+``ducklake_rewrite_data_files`` + ``ducklake_merge_adjacent_files``. The kinds include tables that
+change: dbt-style merges (delete and re-insert in one transaction), updates, partition replaces,
+files at or above the target size with deleted shares over and under the threshold, and a table
+whose small and large files with deletes clash. The plain loop's rewrite threshold is the one
+srdp documents, computed here from the twin's catalog after its flush (:func:`rewrite_threshold`).
+Afterwards:
 
-* the plain calls find nothing left on srdp's lake (0 rows flushed, 0 files processed, no new
-  snapshot): srdp skipped nothing that had work;
+* the plain calls find nothing left on srdp's lake (0 rows flushed, 0 files rewritten, 0 files
+  processed, no new snapshot): srdp skipped nothing that had work;
 * both lakes hold the same rows with the same row ids, the same live files per table, the same
   snapshots with the same changes, and read the same AT (VERSION => n) at every snapshot.
 
@@ -60,7 +65,8 @@ def script(seed: int) -> tuple[list[list[str]], list[tuple[str, str]]]:
         return f"SELECT range AS id, range % 3 AS p, md5(range::VARCHAR) AS v FROM range({start}, {start + count})"
 
     kinds = ["untouched", "appended", "inlined", "mixed", "deleted", "small_delete", "updated",
-             "schema_changed", "partitioned", "repartitioned", "auto_off", "big_files", "empty"]
+             "schema_changed", "partitioned", "repartitioned", "auto_off", "big_files", "empty",
+             "merged", "upserted", "replaced_partition", "large_over", "large_under", "clash"]
     histories: list[list[str]] = []
     datasets: list[tuple[str, str]] = []
     for i in range(DATASETS):
@@ -97,6 +103,30 @@ def script(seed: int) -> tuple[list[list[str]], list[tuple[str, str]]]:
         elif kind == "auto_off":
             steps += [f"INSERT INTO {t} {rows(20)}", f"INSERT INTO {t} {rows(20)}", f"INSERT INTO {t} {rows(3)}",
                       f"CALL L.set_option('auto_compact', false, schema => '{schema}', table_name => '{table}')"]
+        elif kind == "merged":  # a dbt merge: delete and re-insert a share, in one transaction
+            steps += [f"INSERT INTO {t} {rows(60)}"]
+            steps += [f"DELETE FROM {t} WHERE id % 7 = {k}; INSERT INTO {t} SELECT id, id % 3, 'merged{k}' "
+                      f"FROM range({n - 60}, {n}) r(id) WHERE id % 7 = {k}" for k in range(2)]
+            steps += [f"DELETE FROM {t} WHERE id % 9 = 1; INSERT INTO {t} {rows(8)}"]
+        elif kind == "upserted":
+            steps += [f"INSERT INTO {t} {rows(50)}", f"UPDATE {t} SET v = 'u1' WHERE id % 10 = 3",
+                      f"UPDATE {t} SET v = 'u2' WHERE id % 10 = 3 OR id % 25 = 0"]
+        elif kind == "replaced_partition":  # a daily table backfilled in one file, one day replaced
+            steps += [f"INSERT INTO {t} {rows(60)}",
+                      f"DELETE FROM {t} WHERE p = 1; INSERT INTO {t} SELECT id, 1, 'replaced' FROM range(3000, 3020) r(id)"]
+        elif kind in ("large_over", "large_under", "clash"):
+            # Files of 60 rows (~2.9 KB) are over a 2 KB target, of 11 rows (~1 KB) under it.
+            steps += [f"CALL L.set_option('target_file_size', '2KB', schema => '{schema}', table_name => '{table}')",
+                      f"CALL L.set_option('rewrite_delete_threshold', 0.25, schema => '{schema}', table_name => '{table}')",
+                      f"INSERT INTO {t} {rows(60)}"]
+            if kind == "large_over":  # a third of the large file: rewritten
+                steps.append(f"DELETE FROM {t} WHERE id % 3 = 0")
+            elif kind == "large_under":  # 3 rows of 60: under the threshold, kept
+                steps.append(f"DELETE FROM {t} WHERE id % 20 = 0")
+            else:  # 6 of 60 (0.1) on the large file, 1 of 11 (0.09) on the small one
+                steps += [f"INSERT INTO {t} {rows(11)}",
+                          f"DELETE FROM {t} WHERE id IN (SELECT id FROM {t} ORDER BY id LIMIT 6 OFFSET 3) "
+                          f"OR id = (SELECT max(id) FROM {t})"]
         elif kind == "big_files":
             steps += [f"CALL L.set_option('target_file_size', '1KB', schema => '{schema}', table_name => '{table}')"]
             steps += [f"INSERT INTO {t} {rows(50)}" for _ in range(3)]
@@ -120,8 +150,40 @@ def build(root: Path, alias: str, transactions: list[list[str]]) -> None:
         con.close()
 
 
-def plain_loop(con: duckdb.DuckDBPyConnection, alias: str, datasets: list[tuple[str, str]]) -> list[tuple[Any, ...]]:
-    """The hand-written maintenance: per dataset, flush then merge; what each call returned.
+def rewrite_threshold(root: Path, schema: str, table: str) -> float | None:
+    """The rewrite threshold srdp documents for one dataset, from its catalog after a flush (every
+    delete is then in a delete file): a file under the target size with any delete and a file at or
+    above it with a deleted share of at least the threshold are wanted; the call takes the smallest
+    wanted share, or the threshold itself when a large file under the threshold would come along.
+    ``None``: nothing is wanted. Only table-scoped options are set in these lakes."""
+    con = sqlite3.connect(f"file:{root / 'catalog.sqlite'}?mode=ro", uri=True)
+    try:
+        (table_id,) = con.execute(
+            "SELECT t.table_id FROM ducklake_table t JOIN ducklake_schema s USING (schema_id) "
+            "WHERE t.table_name = ? AND s.schema_name = ? AND t.end_snapshot IS NULL AND s.end_snapshot IS NULL",
+            [table, schema]).fetchone()
+        options = dict(con.execute(
+            "SELECT key, value FROM ducklake_metadata WHERE scope = 'table' AND scope_id = ?", [table_id]).fetchall())
+        files = con.execute(
+            "SELECT d.record_count, d.file_size_bytes, x.delete_count FROM ducklake_data_file d "
+            "JOIN ducklake_delete_file x ON x.data_file_id = d.data_file_id AND x.end_snapshot IS NULL "
+            "WHERE d.table_id = ? AND d.end_snapshot IS NULL AND x.delete_count > 0", [table_id]).fetchall()
+    finally:
+        con.close()
+    target = int(options.get("target_file_size", 1 << 29))
+    threshold = float(options.get("rewrite_delete_threshold", 0.2))
+    wanted = [d / n for n, size, d in files if size < target or d / n >= threshold]
+    if not wanted:
+        return None
+    lowest = min(wanted)
+    clash = any(size >= target and lowest <= d / n < threshold for n, size, d in files)
+    return threshold if clash else lowest
+
+
+def plain_loop(con: duckdb.DuckDBPyConnection, alias: str, datasets: list[tuple[str, str]],
+               root: Path) -> list[tuple[Any, ...]]:
+    """The hand-written maintenance: per dataset, flush, rewrite (with :func:`rewrite_threshold`),
+    merge; what each call returned.
 
     ``fetchall``, not ``fetchone``: DuckDB's Python client leaves a statement whose result was not
     read to the end uncommitted, and a flush read with ``fetchone`` then reports rows it never
@@ -131,10 +193,16 @@ def plain_loop(con: duckdb.DuckDBPyConnection, alias: str, datasets: list[tuple[
         flushed = con.execute(
             f"SELECT coalesce(sum(rows_flushed), 0) FROM ducklake_flush_inlined_data('{alias}', "
             f"schema_name => '{schema}', table_name => '{table}')").fetchall()[0]
+        threshold = rewrite_threshold(root, schema, table)
+        rewritten = 0
+        if threshold is not None:
+            rewritten = con.execute(
+                f"SELECT coalesce(sum(files_processed), 0) FROM ducklake_rewrite_data_files('{alias}', '{table}', "
+                f"schema => '{schema}', delete_threshold => '{threshold!r}'::DOUBLE)").fetchall()[0][0]
         merged = con.execute(
             f"SELECT coalesce(sum(files_processed), 0) FROM ducklake_merge_adjacent_files('{alias}', '{table}', "
             f"schema => '{schema}')").fetchall()[0]
-        out.append((schema, table, int(flushed[0]), int(merged[0])))
+        out.append((schema, table, int(flushed[0]), int(rewritten), int(merged[0])))
     return out
 
 
@@ -192,7 +260,7 @@ data_inlining_row_limit = 10
         # datasets, so srdp does too here (its explicit steps are compared in
         # test_explicit_compaction.py).
         report = con.execute(
-            "SELECT schema_name, table_name, rows_flushed, files_processed, attempts, status "
+            "SELECT schema_name, table_name, rows_flushed, files_rewritten, files_processed, attempts, status "
             "FROM srdp_compact('ours', honor_auto_compact := true) ORDER BY schema_name, table_name").fetchall()
     finally:
         con.close()
@@ -202,17 +270,25 @@ data_inlining_row_limit = 10
 
     con = plain(twin, "twin")
     try:
-        twin_calls = plain_loop(con, "twin", datasets)
+        twin_calls = plain_loop(con, "twin", datasets, twin)
     finally:
         con.close()
     # What srdp reports per dataset is what the plain calls did on the twin.
-    assert [(s, t, f, m) for s, t, f, m, *_ in report] == twin_calls
+    assert [(s, t, f, r, m) for s, t, f, r, m, *_ in report] == twin_calls
+    # The kinds that change: each had its files with deletes rewritten, and the clash waited.
+    maintained = {t: (r, status) for s, t, f, r, m, attempts, status in report if s != FROZEN}
+    for kind in ("merged", "upserted", "replaced_partition", "large_over", "deleted"):
+        found = [r for t, (r, _) in maintained.items() if t.endswith(kind)]
+        assert found and all(r > 0 for r in found), kind
+    assert all(r == 0 for t, (r, _) in maintained.items() if t.endswith(("large_under", "clash")))
+    clashes = [status for t, (_, status) in maintained.items() if t.endswith("clash")]
+    assert clashes and all("1 small file with deletes not rewritten" in status for status in clashes)
 
     # Nothing left: the plain calls on srdp's lake do nothing and make no snapshot.
     before = snapshots(ours)
     con = plain(ours, "ours")
     try:
-        assert {c[2:] for c in plain_loop(con, "ours", datasets)} == {(0, 0)}
+        assert {c[2:] for c in plain_loop(con, "ours", datasets, ours)} == {(0, 0, 0)}
     finally:
         con.close()
     assert snapshots(ours) == before
