@@ -212,7 +212,10 @@ impl Lake<'_> {
             }
         }
 
-        let (backlog, unknown) = self.delete_backlog(&wanted, only)?;
+        let Backlog {
+            files: backlog,
+            unknown,
+        } = self.delete_backlog(&wanted, only)?;
         for id in unknown {
             states.entry(id).or_default().markers_unknown = true;
         }
@@ -253,11 +256,7 @@ impl Lake<'_> {
     /// metadata read names, see [`MetadataTables::delete_backlog`]), each with its deleted rows
     /// (delete file and inline deletion markers), and the tables whose markers could not be
     /// counted. Two reads whatever the number of tables.
-    fn delete_backlog(
-        &self,
-        wanted: &BTreeSet<i64>,
-        only: Option<&[i64]>,
-    ) -> Result<(BTreeMap<i64, Vec<FileBacklog>>, BTreeSet<i64>)> {
+    fn delete_backlog(&self, wanted: &BTreeSet<i64>, only: Option<&[i64]>) -> Result<Backlog> {
         let markers = self.marker_counts(wanted)?;
         let marked: Vec<i64> = markers.per_file.keys().map(|(_, file)| *file).collect();
         let mut backlog: BTreeMap<i64, Vec<FileBacklog>> = BTreeMap::new();
@@ -291,7 +290,10 @@ impl Lake<'_> {
                 markers: on_file,
             });
         }
-        Ok((backlog, markers.unknown))
+        Ok(Backlog {
+            files: backlog,
+            unknown: markers.unknown,
+        })
     }
 
     /// The rewrite of `dataset` planned again from the catalog now: after a flush that wrote
@@ -304,7 +306,9 @@ impl Lake<'_> {
         rule: RewriteRule,
     ) -> Result<DatasetState> {
         let wanted = BTreeSet::from([dataset.table_id]);
-        let (backlog, _) = self.delete_backlog(&wanted, Some(&[dataset.table_id]))?;
+        let backlog = self
+            .delete_backlog(&wanted, Some(&[dataset.table_id]))?
+            .files;
         let mut state = DatasetState {
             files_with_deletes: 0,
             deleted_rows: 0,
@@ -394,6 +398,13 @@ impl Lake<'_> {
             Err(_) => Ok(None),
         }
     }
+}
+
+/// The files with deletes per table id, and the tables whose markers could not be counted.
+#[derive(Debug, Default)]
+struct Backlog {
+    files: BTreeMap<i64, Vec<FileBacklog>>,
+    unknown: BTreeSet<i64>,
 }
 
 /// A live file with deletes, and how many of them are inline deletion markers.
