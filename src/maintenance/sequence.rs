@@ -164,14 +164,18 @@ impl Lake<'_> {
         } else {
             state
         };
-        // The live files before the first compaction step: the guard's "before", and the count
-        // the files after follow from.
+        // The live files before the first compaction step (the guard's "before": a bounded merge
+        // adds those before each of its calls), and how many they were (the files after follow
+        // from that count).
         let mut before: Option<LiveFiles> = None;
+        let mut live_at_start: Option<i64> = None;
         // 2. rewrite
         if let Some(plan) = state.rewrite {
             outcome.rewritten.waiting = plan.waiting;
             if plan.files > 0 {
-                before = Some(self.live_files(dataset)?);
+                let live = self.live_files(dataset)?;
+                live_at_start = Some(live.count());
+                before = Some(live);
                 let step = self.rewrite(dataset, plan, explicit, done)?;
                 outcome.attempts = outcome.attempts.max(step.attempts);
                 let (files, created) = step.value;
@@ -195,13 +199,16 @@ impl Lake<'_> {
                     created: merged.created,
                     bounded_calls: Some(merged.calls),
                 };
+                live_at_start = live_at_start.or(merged.live_before);
                 match &mut before {
                     Some(before) => before.extend(merged.before),
                     None => before = Some(merged.before),
                 }
             } else {
                 if before.is_none() {
-                    before = Some(self.live_files(dataset)?);
+                    let live = self.live_files(dataset)?;
+                    live_at_start = Some(live.count());
+                    before = Some(live);
                 }
                 let merged = self.merge(dataset, explicit, done)?;
                 outcome.attempts = outcome.attempts.max(merged.attempts);
@@ -214,8 +221,8 @@ impl Lake<'_> {
         outcome.files_after = Some(if outcome.attempts == 0 {
             state.files
         } else if self.settle()? {
-            before.as_ref().map_or(state.files, |before| {
-                before.count() - outcome.rewritten.files + outcome.rewritten.created
+            live_at_start.map_or(state.files, |live| {
+                live - outcome.rewritten.files + outcome.rewritten.created
                     - outcome.merged.processed
                     + outcome.merged.created
             })

@@ -1,6 +1,8 @@
 //! The `status` text of a maintenance result row, from what srdp did for the dataset
 //! ([`Outcome`]): a base word (`flushed`, `compacted`, `nothing to do`, `planned`,
-//! `skipped: auto_compact is false`), then notes for what a reader would otherwise not see.
+//! `skipped: auto_compact is false`), then notes for what a reader would otherwise not see, in
+//! this order: inline deletion markers written, files rewritten, small files whose rewrite
+//! waits, an explicit step, bounded merge calls, deletes re-applied after a race.
 
 use super::sequence::{Outcome, Steps};
 use crate::plan;
@@ -79,6 +81,9 @@ impl Outcome {
         if self.rewritten.waiting > 0 {
             status.push_str(&format!("; {}", waiting_note(self.rewritten.waiting)));
         }
+        if changed && self.upkeep.explicit().is_some() {
+            status.push_str(EXPLICIT_NOTE);
+        }
         if let Some(calls) = self.merged.bounded_calls.filter(|&n| n > 0) {
             status.push_str(&format!("; merged in {calls} bounded calls"));
         }
@@ -87,9 +92,6 @@ impl Outcome {
                 "; re-applied {} deletes lost to a concurrent compaction (DuckLake 1.0 defect)",
                 self.reapplied
             ));
-        }
-        if changed && self.upkeep.explicit().is_some() {
-            status.push_str(EXPLICIT_NOTE);
         }
         status
     }
@@ -204,8 +206,8 @@ mod tests {
             "compacted; 1 file with deletes rewritten (1 deleted row left out); \
              2 small files with deletes not rewritten: the call would also rewrite a file at or \
              above the target size whose deleted share is under the rewrite threshold; \
-             re-applied 3 deletes lost to a concurrent compaction (DuckLake 1.0 defect); \
-             explicit: auto_compact is false for bulk calls only"
+             explicit: auto_compact is false for bulk calls only; \
+             re-applied 3 deletes lost to a concurrent compaction (DuckLake 1.0 defect)"
         );
         let waiting_only = Outcome {
             rewritten: Rewritten {
