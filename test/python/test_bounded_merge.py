@@ -89,7 +89,8 @@ def twins(tmp_path_factory):
     con = srdp.connect(config=str(cfg))
     con.execute("SELECT * FROM srdp_attach_catalog('plain', role := 'writer')").fetchall()
     build(con, "plain", FILES)
-    # A small delete on one of the files: DuckLake leaves files with deletes out of its merges.
+    # A small delete on one of the files: DuckLake leaves files with deletes out of its merges, so
+    # srdp rewrites it first.
     con.execute("DELETE FROM plain.t WHERE id IN (7, 8)")
     con.close()
     copy_lake(tmp_path, "plain", "viasrdp")
@@ -108,20 +109,26 @@ def test_srdp_merges_many_small_files_in_bounded_calls_with_the_plain_merges_row
     files_before = Lake(con, "plain").file_counts()[("main", "t")]
     assert files_before == FILES
 
+    rewritten = con.execute(
+        "CALL ducklake_rewrite_data_files('plain', 't', schema => 'main', delete_threshold => 0)").fetchall()
     plain = con.execute("CALL ducklake_merge_adjacent_files('plain', 't', schema => 'main')").fetchall()
     (row,) = srdp.call(con, "srdp_compact", "viasrdp", merge_batch_files=BATCH)
 
-    # srdp: every small file merged, in bounded calls that each replaced about BATCH files.
+    # srdp: the file with the delete rewritten, then every small file merged, in bounded calls
+    # that each replaced about BATCH files.
     assert row["files_before"] == FILES
-    assert row["status"].startswith("compacted; merged in ")
+    assert (row["files_rewritten"], row["deletes_applied"]) == (1, 2)
+    assert row["status"].startswith("compacted; 1 file with deletes rewritten (2 deleted rows left out); merged in ")
     calls = int(row["status"].split("merged in ")[1].split(" ")[0])
     assert calls >= FILES // BATCH
     ours = snapshots(con, "viasrdp")[len(versions):]
-    assert len(ours) == calls
-    # Each call schedules the files it replaced for deletion at its commit time.
+    assert len(ours) == 1 + calls
+    # Each call schedules the data files it replaced for deletion at its commit time (the rewrite's
+    # retired file among them, and the delete file the rewrite applied).
     replaced = dict(
         con.execute(
-            "SELECT schedule_start, count(*) FROM __ducklake_metadata_viasrdp.ducklake_files_scheduled_for_deletion GROUP BY 1"
+            "SELECT schedule_start, count(*) FROM __ducklake_metadata_viasrdp.ducklake_files_scheduled_for_deletion "
+            "WHERE path NOT LIKE '%-delete.parquet' GROUP BY 1"
         ).fetchall()
     )
     assert len(replaced) == calls
@@ -133,16 +140,18 @@ def test_srdp_merges_many_small_files_in_bounded_calls_with_the_plain_merges_row
     assert authors == {"srdp"}
 
     # The same end state as one plain call: rows, row ids, live files, and every old version.
-    assert plain[0][2] == FILES - 1  # the file with the delete stays
+    assert rewritten == [("main", "t", 1, 1)]
+    assert plain[0][2] == FILES  # the rewritten file merged with the others
     assert fingerprint(con, "viasrdp") == fingerprint(con, "plain") == before[versions[-1]]
     assert Lake(con, "viasrdp").file_counts() == Lake(con, "plain").file_counts()
-    assert row["files_after"] == Lake(con, "viasrdp").file_counts()[("main", "t")] == 2
+    assert row["files_after"] == Lake(con, "viasrdp").file_counts()[("main", "t")] == 1
     for v in versions[1:]:
         assert fingerprint(con, "viasrdp", v) == before[v] == fingerprint(con, "plain", v)
     # Nothing is left for the plain call, and no file was deleted from storage.
     again = con.execute("CALL ducklake_merge_adjacent_files('viasrdp', 't', schema => 'main')").fetchall()
     assert [r[2] for r in again] in ([], [0])
-    assert len(list((tmp_path / "viasrdp").rglob("*.parquet"))) == FILES + 1 + row["files_created"]  # + the delete file
+    # The FILES files, the delete file, the rewrite's file, the merges' files.
+    assert len(list((tmp_path / "viasrdp").rglob("*.parquet"))) == FILES + 1 + 1 + row["files_created"]
 
     # The caller's external file cache setting is as it was.
     assert con.execute("SELECT current_setting('enable_external_file_cache')").fetchone() == (True,)

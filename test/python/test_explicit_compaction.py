@@ -102,25 +102,30 @@ def test_explicit_steps_compact_excluded_datasets_and_leave_the_options_as_they_
     assert con.execute("CALL ducklake_merge_adjacent_files('ours', 't', schema => 's')").fetchall() == []
 
     (row,) = srdp.call(con, "srdp_compact", "ours", schema_name="s", table_name="t")
-    assert (row["rows_flushed"], row["files_before"], row["files_after"], row["files_processed"], row["status"]) == (
-        5, 3, 2, 3,
-        "compacted; 1 inline deletion marker written to a delete file; explicit: auto_compact is false for bulk calls only",
-    )  # the file with the delete is left out of the merge, as DuckLake leaves it
+    assert (row["rows_flushed"], row["files_before"], row["files_after"], row["files_processed"],
+            row["files_rewritten"], row["status"]) == (
+        5, 3, 1, 4, 1,
+        "compacted; 1 inline deletion marker written to a delete file; 1 file with deletes rewritten "
+        "(1 deleted row left out); explicit: auto_compact is false for bulk calls only",
+    )  # the file with the delete is rewritten without it, then merged with the others
     by_hand(con, "twin", scope, "CALL ducklake_flush_inlined_data('twin', schema_name => 's', table_name => 't')")
+    by_hand(con, "twin", scope, "CALL ducklake_rewrite_data_files('twin', 't', schema => 's', delete_threshold => 0)")
     by_hand(con, "twin", scope, "CALL ducklake_merge_adjacent_files('twin', 't', schema => 's')")
 
     ours, twin = state(con, "ours"), state(con, "twin")
-    assert ours["files"] == twin["files"] == [(2,)] and ours["inlined"] == [(0,)]
+    assert ours["files"] == twin["files"] == [(1,)] and ours["inlined"] == [(0,)]
     assert ours["rows"] == twin["rows"]
-    assert ours["changes"] == twin["changes"]  # the flush's and the merge's snapshots, nothing else
-    assert [c for _, c in ours["changes"][-2:]] == [
+    assert ours["changes"] == twin["changes"]  # the flush's, rewrite's and merge's snapshots, nothing else
+    assert [c for _, c in ours["changes"][-3:]] == [
         f"deleted_from_table:{_table_id(con, 'ours')},inline_flush:{_table_id(con, 'ours')}",
+        f"rewrite_delete:{_table_id(con, 'ours')}",
         f"merge_adjacent:{_table_id(con, 'ours')}",
     ]
     assert ours["history"] == twin["history"] and len(ours["history"]) >= 5
     assert options(con, "ours") == before == options(con, "twin")
-    authors = meta(con, "ours", "SELECT author, commit_message FROM {m}.ducklake_snapshot_changes ORDER BY snapshot_id DESC LIMIT 2")
-    assert authors == [("srdp", "srdp_compact: merge s.t"), ("srdp", "srdp_compact: flush s.t")]
+    authors = meta(con, "ours", "SELECT author, commit_message FROM {m}.ducklake_snapshot_changes ORDER BY snapshot_id DESC LIMIT 3")
+    assert authors == [("srdp", "srdp_compact: merge s.t"), ("srdp", "srdp_compact: rewrite s.t"),
+                       ("srdp", "srdp_compact: flush s.t")]
 
     # The option is still false in memory: DuckLake's bulk flush skips the table's new row.
     con.execute("INSERT INTO ours.s.t VALUES (200, 'late')")

@@ -96,7 +96,7 @@ def test_deletes_committed_during_srdp_compact_stay_deleted(connect, tmp_path):
             # The merge took all 60 files (the delete was not committed when it chose them),
             # the delete was lost, and srdp applied it again.
             assert outcome["in_flight"] and outcome["files_after"] == 1, outcome
-            assert outcome["status"] == "compacted; re-applied 2 deletes lost to a concurrent merge (DuckLake 1.0 defect)"
+            assert outcome["status"] == "compacted; re-applied 2 deletes lost to a concurrent compaction (DuckLake 1.0 defect)"
             break
         # Missed: the delete came before the merge chose its files (DuckLake skips the two
         # files that carry deletes) or after the merge committed (nothing was lost).
