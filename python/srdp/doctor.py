@@ -60,12 +60,6 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "polars": ("polars", "pyarrow"),
 }
 
-# srdp's own messages of a reader attach that found no lake (src/error.rs: LakeMissing,
-# LakeNotInitialised) and DuckLake's of a read-only attach of an empty PostgreSQL database.
-_NO_LAKE = re.compile(
-    r"has no lake yet: |is not initialised yet: |creating a new DuckLake is explicitly disabled"
-)
-
 
 @dataclass(frozen=True)
 class Check:
@@ -140,7 +134,7 @@ def _catalog(
         missing = not (catalog.metadata_file.is_file() and catalog.metadata_file.stat().st_size > 0)
     else:
         probe = _attach(extension, settings, config, catalog.name, "reader")
-        missing = not probe.ok and _NO_LAKE.search(probe.detail) is not None
+        missing = not probe.ok and srdp.no_lake_yet(probe.detail)
     if missing and not create:
         yield Check(True, subject, NOT_CREATED)
         return

@@ -91,8 +91,9 @@ def add_srdp_definitions(
     manager run before they attach (see :func:`srdp_definitions`). ``health_checks``: the
     application's table assets (definition metadata ``dagster/table_name`` matching their key:
     srdp's dlt, dbt and IO manager assets) get srdp's two advisory checks, so the monitor's
-    results show as badges on them. With ``io_manager=True``, the file, ``catalog`` and the owner
-    of every schema the IO manager will write are checked now, when the code location loads
+    results show as badges on them. With ``io_manager=True``, the file, ``catalog``, the owner
+    of every schema the IO manager will write and one table per asset and op output (of the
+    application's jobs) are checked now, when the code location loads
     (:mod:`srdp.dagster.load_checks`), so ``dagster definitions validate`` fails on a typo."""
     config = resolve_config_argument("add_srdp_definitions", config, config_path)
     if not enabled:
@@ -104,7 +105,9 @@ def add_srdp_definitions(
         )
     if io_manager:
         assets = list(defs.assets or [])
-        check_io_manager_definitions("add_srdp_definitions", os.path.abspath(config), catalog, assets, IO_MANAGER_KEY)
+        check_io_manager_definitions(
+            "add_srdp_definitions", os.path.abspath(config), catalog, assets, IO_MANAGER_KEY, jobs=list(defs.jobs or [])
+        )
     return dg.Definitions.merge(
         defs,
         srdp_definitions(
