@@ -35,6 +35,7 @@ from pydantic import Field
 
 from srdp.dagster.config_parameter import SrdpConfigFile
 from srdp.dagster.op_outputs import OpOutput, refuse_other_writer
+from srdp.dagster.secret_hint import with_secrets_hint
 from srdp.dagster.tables import PARTITION_EXPR_KEY, IOManagerError, resolve_table
 from srdp.lake import frames as handlers
 from srdp.lake.names import TableRef
@@ -61,6 +62,7 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
     secrets: list[str] = Field(default_factory=list)
 
     # --- writes -------------------------------------------------------------------------
+    @with_secrets_hint
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None and context.dagster_type.is_nothing:
             return
@@ -218,6 +220,7 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
         return metadata
 
     # --- reads --------------------------------------------------------------------------
+    @with_secrets_hint
     def load_input(self, context: dg.InputContext) -> Any:
         upstream = context.upstream_output
         metadata = (upstream.definition_metadata if upstream else None) or {}
