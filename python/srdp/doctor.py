@@ -60,7 +60,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "dagster": ("dagster", "pyarrow"),
     "dbt": ("dagster_dbt", "dbt.adapters.duckdb", "pyarrow"),
     "dlt": ("dlt",),
-    "ingest": ("dlt", "dagster", "dagster_dlt", "pyarrow"),
+    "ingest": ("dlt", "dagster", "dagster_dlt", "pyarrow", "s3fs"),
     "pandas": ("pandas", "pyarrow"),
     "polars": ("polars", "pyarrow"),
 }
