@@ -20,6 +20,7 @@ from dagster_dlt import DagsterDltResource  # noqa: E402
 
 import srdp  # noqa: E402
 import srdp.ingest.dlt as srdp_dlt  # noqa: E402
+from srdp.dagster import srdp_dlt_assets  # noqa: E402
 
 CONFIG = Path(__file__).with_name("srdp.toml")
 
@@ -41,7 +42,7 @@ def shop():
 
 raw = srdp_dlt.destination("lake", config=CONFIG)  # layer "raw", writer "dlt"
 
-shop_assets = srdp_dlt.srdp_dlt_assets(
+shop_assets = srdp_dlt_assets(
     dlt_source=shop(),
     destination=raw,
     pipeline_name="shop",

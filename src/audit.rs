@@ -9,18 +9,28 @@
 //! `ducklake_table`/`ducklake_view`/`ducklake_schema` rows), looks up the schema's owner with
 //! [`crate::rules::owner`] (which also names the `srdp.toml` entry that gives it) and judges the write as `single_writer` would have: allowed when
 //! the author owns the schema, or when the rule is relaxed (with a note naming the line).
-//! Flushes and merges keep a table's rows as they were, so they are allowed whoever ran them.
+//! Flushes, merges and rewrites keep a table's rows as they were, so they are allowed whoever
+//! ran them. One change of srdp's maintenance looks like a data change: a flush that writes
+//! inline deletion markers into a delete file records `deleted_from_table`, as a `DELETE` does.
+//! Such a change is srdp's maintenance only when its author is [`MAINTENANCE_AUTHOR`] AND
+//! DuckLake's own row changes of the table at that snapshot (`ducklake_table_changes`) are none
+//! ([`RowCheck`]: [`row_checks`] lists them, the caller runs [`RowCheck::query`]); otherwise it
+//! is judged as the deletion it is, so a data change merely labelled `srdp` is no loophole.
 //! [`unnamed_schemas`] lists the live schemas that `srdp.toml` gives to nobody (DuckLake's own
 //! `main` only once something was written to it: a fresh lake audits clean).
 
 use crate::config::{CatalogDef, Config};
 use crate::error::{Result, SrdpError};
 use crate::rules::owner;
-use crate::sql::{metadata_catalog, Ident};
-use std::collections::BTreeSet;
+use crate::sql::{metadata_catalog, Ident, Literal};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// The commit author of srdp's own maintenance (merges of adjacent files).
+/// The commit author of srdp's own maintenance (flushes, merges, rewrites).
 pub const MAINTENANCE_AUTHOR: &str = "srdp";
+
+/// DuckLake's change kind of a delete file written at a snapshot: by a `DELETE`, or by a flush
+/// of inline deletion markers.
+const DELETED_FROM_TABLE: &str = "deleted_from_table";
 
 /// The `change` of the rows [`unnamed_schemas`] returns.
 pub const UNNAMED_SCHEMA: &str = "schema not in srdp.toml";
@@ -122,13 +132,71 @@ pub fn change_word(kind: &str) -> &str {
         "dropped_view" => "view dropped",
         "inline_flush" => "flushed",
         "merge_adjacent" => "compacted",
+        "rewrite_delete" => "rewritten",
         other => other,
     }
 }
 
-/// Changes that rewrite how a table is stored but not what it holds.
+/// Changes that rewrite how a table is stored but not what it holds: only DuckLake's
+/// maintenance calls make them (`ducklake_flush_inlined_data`, `ducklake_merge_adjacent_files`,
+/// `ducklake_rewrite_data_files`).
 fn is_maintenance(change: &str) -> bool {
-    matches!(change, "flushed" | "compacted")
+    matches!(change, "flushed" | "compacted" | "rewritten")
+}
+
+/// A `deleted_from_table` change of srdp's author to verify: did any row of `schema.table`
+/// change at `snapshot_id`? (None did when srdp's flush only moved inline deletion markers into
+/// a delete file.)
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowCheck {
+    pub snapshot_id: i64,
+    pub schema: String,
+    pub table: String,
+}
+
+impl RowCheck {
+    /// `SELECT count(*) FROM ducklake_table_changes(...)` of the table at exactly this snapshot,
+    /// on the lake attached as `alias` (DuckLake binds the table as of that snapshot, so a
+    /// table renamed or dropped since is still found).
+    pub fn query(&self, alias: &str) -> String {
+        format!(
+            "SELECT count(*) FROM ducklake_table_changes({}, {}, {}, {id}, {id})",
+            Literal::new(alias),
+            Literal::new(&self.schema),
+            Literal::new(&self.table),
+            id = self.snapshot_id
+        )
+    }
+}
+
+/// What each [`RowCheck`] found: the rows changed at its snapshot, or why that could not be read.
+pub type RowChecks = BTreeMap<RowCheck, std::result::Result<i64, String>>;
+
+/// The [`RowCheck`]s that [`audit`] needs for these snapshots: each `deleted_from_table` change
+/// authored by [`MAINTENANCE_AUTHOR`] whose table the metadata still names, once each.
+pub fn row_checks(
+    snapshots: &[Snapshot],
+    versions: &[Version],
+    since: &Since,
+) -> std::result::Result<Vec<RowCheck>, String> {
+    let mut out = BTreeSet::new();
+    for s in snapshots.iter().filter(|s| since.includes(s)) {
+        if s.author.as_deref() != Some(MAINTENANCE_AUTHOR) {
+            continue;
+        }
+        let changes = parse_changes(s.changes.as_deref().unwrap_or(""))
+            .map_err(|e| format!("snapshot {}: {e}", s.id))?;
+        for c in changes.iter().filter(|c| c.kind == DELETED_FROM_TABLE) {
+            if let (Some(schema), Some(table)) = locate(c, versions, s.id) {
+                out.insert(RowCheck {
+                    snapshot_id: s.id,
+                    schema,
+                    table,
+                });
+            }
+        }
+    }
+    Ok(out.into_iter().collect())
 }
 
 /// One snapshot as the metadata stores it.
@@ -291,6 +359,7 @@ fn judge(
     author: Option<&str>,
     schema: Option<&str>,
     change: &str,
+    markers_flush: Option<&std::result::Result<i64, String>>,
 ) -> Verdict {
     let found = schema.and_then(|s| owner(def, s));
     let owned = found.as_ref().map(|o| (o.writers.clone(), o.layer.clone()));
@@ -305,6 +374,15 @@ fn judge(
     };
     let (allowed, note) = if snapshot_id == 0 {
         (true, Some("DuckLake created the catalog".to_string()))
+    } else if let Some(Ok(0)) = markers_flush {
+        (
+            true,
+            Some(
+                "srdp maintenance: a flush wrote inline deletion markers to a delete file; no row \
+                 changed in this snapshot"
+                    .to_string(),
+            ),
+        )
     } else if is_maintenance(change) {
         let by = match author {
             Some(a) if a == MAINTENANCE_AUTHOR => "srdp maintenance".to_string(),
@@ -313,7 +391,14 @@ fn judge(
         };
         (true, Some(format!("{by}; the rows are unchanged")))
     } else if let Some(schema) = schema {
-        match (author, &owned) {
+        let unchecked = match markers_flush {
+            Some(Err(e)) => format!(
+                " (srdp could not read whether rows changed in this snapshot, so it counts as a \
+                 deletion: {e})"
+            ),
+            _ => String::new(),
+        };
+        let (allowed, note) = match (author, &owned) {
             (None, _) => relaxed_note("unknown writer (no commit author)".to_string()),
             (Some(a), Some((owners, _))) if owners.iter().any(|w| w == a) => (true, None),
             (Some(a), Some((owners, _))) => relaxed_note(format!(
@@ -323,7 +408,8 @@ fn judge(
             (Some(a), None) => relaxed_note(format!(
                 "'{a}' wrote schema '{schema}', which srdp.toml does not name"
             )),
-        }
+        };
+        (allowed, note.map(|n| n + &unchecked))
     } else {
         (
             false,
@@ -339,26 +425,49 @@ fn judge(
 }
 
 /// One audit row per snapshot and (schema, table, change) it made, in snapshot order; each
-/// snapshot's rows in (schema, table, change) order.
+/// snapshot's rows in (schema, table, change) order. `checked`: what the [`row_checks`] of these
+/// snapshots found; a `deleted_from_table` of srdp's author whose check found no changed row is
+/// the flush of inline deletion markers it is (change `flushed`), any other is a deletion.
 pub fn audit(
     config: &Config,
     def: &CatalogDef,
     snapshots: &[Snapshot],
     versions: &[Version],
     since: &Since,
+    checked: &RowChecks,
 ) -> std::result::Result<Vec<AuditRow>, String> {
     let mut rows = Vec::new();
     for s in snapshots.iter().filter(|s| since.includes(s)) {
         let changes = parse_changes(s.changes.as_deref().unwrap_or(""))
             .map_err(|e| format!("snapshot {}: {e}", s.id))?;
-        let touched: BTreeSet<(Option<String>, Option<String>, String)> = changes
-            .iter()
-            .map(|c| {
-                let (schema, table) = locate(c, versions, s.id);
-                (schema, table, change_word(&c.kind).to_string())
-            })
-            .collect();
-        for (schema, table, change) in touched {
+        let mut touched: BTreeMap<(Option<String>, Option<String>, String), Option<_>> =
+            BTreeMap::new();
+        for c in &changes {
+            let (schema, table) = locate(c, versions, s.id);
+            let check = match (&schema, &table) {
+                (Some(schema), Some(table))
+                    if c.kind == DELETED_FROM_TABLE
+                        && s.author.as_deref() == Some(MAINTENANCE_AUTHOR) =>
+                {
+                    checked.get(&RowCheck {
+                        snapshot_id: s.id,
+                        schema: schema.clone(),
+                        table: table.clone(),
+                    })
+                }
+                _ => None,
+            };
+            let word = match check {
+                Some(Ok(0)) => "flushed",
+                _ => change_word(&c.kind),
+            };
+            // A verified markers flush and DuckLake's own `inline_flush` of the same table are
+            // one `flushed` row; the first change of the word decides its verdict.
+            touched
+                .entry((schema, table, word.to_string()))
+                .or_insert(check);
+        }
+        for ((schema, table, change), check) in touched {
             let verdict = judge(
                 config,
                 def,
@@ -366,6 +475,7 @@ pub fn audit(
                 s.author.as_deref(),
                 schema.as_deref(),
                 &change,
+                check,
             );
             rows.push(AuditRow {
                 snapshot_id: Some(s.id),

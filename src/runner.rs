@@ -150,13 +150,25 @@ impl Runner {
         writer_for: Option<&str>,
         work: impl FnOnce(&Lake) -> Result<T>,
     ) -> Result<T> {
+        self.with_lake_connection(catalog, writer_for, |lake, _, _| work(lake))
+    }
+
+    /// [`Runner::with_lake`], with the runner connection and the attachment handed to `work`
+    /// too, for reads of a lake that [`Lake`] does not offer (the write audit's row checks,
+    /// [`crate::audit::RowCheck`]).
+    pub fn with_lake_connection<T>(
+        &self,
+        catalog: &str,
+        writer_for: Option<&str>,
+        work: impl FnOnce(&Lake, &Connection, &AttachSpec) -> Result<T>,
+    ) -> Result<T> {
         let mut inner = self.lock();
         let spec = inner.lake(catalog, writer_for)?;
         let key = spec.alias.to_lowercase();
         let lake = Lake::new(&inner.conn, &spec)
             .with_seen(inner.seen.get(&key).copied())
             .with_write_lock(&inner.lock_conn);
-        let result = work(&lake);
+        let result = work(&lake, &inner.conn, &spec);
         let seen = lake.seen();
         drop(lake);
         if let Some(seen) = seen {

@@ -53,6 +53,7 @@ from srdp.dagster import (  # noqa: E402
     SrdpDbtTranslator,
     add_srdp_definitions,
     landing_retention_schedule,
+    srdp_dlt_assets,
     srdp_landing_assets,
     srdp_table,
 )
@@ -85,7 +86,7 @@ def shop() -> Any:
 
 
 raw = srdp_dlt.destination("lake", config=CONFIG)  # layer "raw", writer "dlt"; the rules stay on
-shop_assets = srdp_dlt.srdp_dlt_assets(dlt_source=shop(), destination=raw, pipeline_name="platform_shop", name="shop")
+shop_assets = srdp_dlt_assets(dlt_source=shop(), destination=raw, pipeline_name="platform_shop", name="shop")
 
 
 # --- dlt, the quarantine way: landing zone -> lake.raw_landed.payments --------------------------
@@ -108,7 +109,7 @@ def partner() -> Any:
 
 
 landing = srdp_dlt.destination("lake", config=CONFIG, layer="landing")  # dlt's filesystem destination
-partner_landed = srdp_dlt.srdp_dlt_assets(
+partner_landed = srdp_dlt_assets(
     dlt_source=partner(), destination=landing, pipeline_name="platform_partner", name="partner"
 )
 partner_promoted = srdp_landing_assets(landing, ["payments"], keys={"payments": ["payment_id"]})

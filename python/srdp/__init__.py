@@ -12,6 +12,7 @@ with extension downloads switched off (this platform runs offline).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,11 @@ import duckdb
 
 from srdp import install as _install
 
-__all__ = ["call", "connect", "extension_path", "extension_directory", "duckdb_config"]
+__all__ = ["call", "connect", "extension_path", "extension_directory", "duckdb_config", "no_lake_yet"]
+
+# srdp's own messages of a reader attach that found no lake (src/error.rs: LakeMissing,
+# LakeNotInitialised) and DuckLake's of a read-only attach of an empty PostgreSQL database.
+_NO_LAKE = re.compile(r"has no lake yet: |is not initialised yet: |creating a new DuckLake is explicitly disabled")
 
 
 def extension_path() -> Path:
@@ -64,6 +69,12 @@ def call(con: duckdb.DuckDBPyConnection, function: str, *args: Any, **named: Any
     cursor = con.execute(f"SELECT * FROM {function}({params})", [*args, *given.values()])
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def no_lake_yet(message: str) -> bool:
+    """Whether an attach's error ``message`` says the catalog's lake was never created (a
+    reader's attach never creates one; the writer's first attach does)."""
+    return _NO_LAKE.search(message) is not None
 
 
 def _literal(text: str) -> str:

@@ -10,9 +10,10 @@ Commands:
   extension wheels first, outside a checkout), for a DuckDB CLI's ``SET extension_directory``.
 * ``dbt-package-path``: prints the folder of srdp's dbt package, for a dbt project's
   ``packages.yml`` (``- local: <path>``).
-* ``doctor [--config srdp.toml] [--role writer|reader] [--create]``: checks versions, extension,
-  extension directory, definition, each catalog's attach and the importable extras
-  (:mod:`srdp.doctor`); read-only unless ``--create``.
+* ``doctor [--config srdp.toml] [--role writer|reader] [--create] [--secret-env NAME ...]``:
+  checks versions, extension, extension directory, definition, the CREATE SECRET statements of
+  the named environment variables, each catalog's attach (with those secrets) and the importable
+  extras (:mod:`srdp.doctor`); read-only unless ``--create``.
 
 A command is a function ``(args) -> int`` registered by an ``_add_<command>`` function in
 :func:`parser`; errors a command expects are printed as ``srdp <command>: <message>`` with exit
@@ -183,13 +184,20 @@ def _add_doctor(commands: argparse._SubParsersAction) -> None:
         "--create", action="store_true",
         help="let the writer's attach create each lake that does not exist yet (default: report it, create nothing)",
     )
+    command.add_argument(
+        "--secret-env", action="append", metavar="NAME", default=[],
+        help="an environment variable holding one CREATE SECRET statement (as Dagster's secrets=[dg.EnvVar(NAME)] "
+        "reads it), run before each attach; repeatable. The statement is never shown",
+    )
     command.set_defaults(run=_doctor)
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from srdp.doctor import ROLES, report
 
-    failed, total = report(args.config, tuple(args.role or ROLES), lambda line: print(line, flush=True), args.create)
+    failed, total = report(
+        args.config, tuple(args.role or ROLES), lambda line: print(line, flush=True), args.create, args.secret_env
+    )
     if failed:
         raise CommandError(f"{failed} of {total} checks failed")
     print(f"all {total} checks passed")

@@ -10,6 +10,11 @@ Checks, in order, each printed as one line (``ok   <subject>: <detail>`` or
 2. ``extension``: the srdp file is found (and from where) and loads into this DuckDB;
 3. ``config``: the definition file (``--config``, else what srdp finds: ``$SRDP_CONFIG`` or
    ``./srdp.toml``) is valid, and which catalogs it defines (``srdp_catalogs()``);
+   ``secrets`` (only with ``--secret-env NAME``, repeatable): each named environment variable
+   holds one CREATE SECRET statement DuckDB accepts, the same ``*_SECRET_SQL`` variables Dagster's
+   ``secrets=[dg.EnvVar(...)]`` reads. Every attach below runs them first (temporary secrets, on
+   its own connection), so the recommended set-up, secrets only from the environment, is checked
+   as it runs; a statement is never shown (nor DuckDB's message about it, which quotes it);
 4. ``catalog <name>``: first a reader's ``srdp_attach_catalog`` (which never creates anything)
    tells whether the lake exists. A lake that does not exist yet is one line, "not created yet
    (the writer's first attach creates it...)", and no attach as writer is tried, since that would
@@ -55,16 +60,10 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "dagster": ("dagster", "pyarrow"),
     "dbt": ("dagster_dbt", "dbt.adapters.duckdb", "pyarrow"),
     "dlt": ("dlt",),
-    "ingest": ("dlt", "dagster", "dagster_dlt", "pyarrow"),
+    "ingest": ("dlt", "dagster", "dagster_dlt", "pyarrow", "s3fs"),
     "pandas": ("pandas", "pyarrow"),
     "polars": ("polars", "pyarrow"),
 }
-
-# srdp's own messages of a reader attach that found no lake (src/error.rs: LakeMissing,
-# LakeNotInitialised) and DuckLake's of a read-only attach of an empty PostgreSQL database.
-_NO_LAKE = re.compile(
-    r"has no lake yet: |is not initialised yet: |creating a new DuckLake is explicitly disabled"
-)
 
 
 @dataclass(frozen=True)
@@ -90,13 +89,18 @@ def versions() -> str:
     return f"srdp {package} at {where}; DuckDB {duckdb.__version__}; Python {python} at {sys.prefix}"
 
 
-def checks(config: Path | None, roles: Sequence[str] = ROLES, create: bool = False) -> Iterator[Check]:
-    """The checks of the module docstring, as they run (so a caller can print each at once)."""
-    yield from _setup_and_catalogs(config, roles, create)
+def checks(
+    config: Path | None, roles: Sequence[str] = ROLES, create: bool = False, secret_env: Sequence[str] = ()
+) -> Iterator[Check]:
+    """The checks of the module docstring, as they run (so a caller can print each at once);
+    ``secret_env``: names of environment variables holding CREATE SECRET statements."""
+    yield from _setup_and_catalogs(config, roles, create, tuple(secret_env))
     yield extras()
 
 
-def _setup_and_catalogs(config: Path | None, roles: Sequence[str], create: bool) -> Iterator[Check]:
+def _setup_and_catalogs(
+    config: Path | None, roles: Sequence[str], create: bool, secret_env: tuple[str, ...] = ()
+) -> Iterator[Check]:
     directory, where = install.extension_directory_source()
     directory_check = _extension_directory(directory, where)
     yield directory_check
@@ -120,15 +124,42 @@ def _setup_and_catalogs(config: Path | None, roles: Sequence[str], create: bool)
         yield found.check
         if not found.check.ok or not directory_check.ok:
             return
+        statements: tuple[str, ...] = ()
+        if secret_env:
+            secrets_check, statements = _secrets_check(con, secret_env)
+            yield secrets_check
+            if not secrets_check.ok:
+                return
     finally:
         con.close()
     for catalog in found.catalogs:
-        yield from _catalog(location.path, settings, found.path, catalog, roles, create)
+        yield from _catalog(location.path, settings, found.path, catalog, roles, create, statements)
+
+
+def _secrets_check(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> tuple[Check, tuple[str, ...]]:
+    """The ``secrets`` line, and the statements of the environment variables ``names`` (each one
+    CREATE SECRET statement, checked by running it on ``con``, an in-memory connection: the
+    secrets are temporary and go with it)."""
+    from srdp.lake.session import create_secret  # the IO manager's check-then-run, shared
+
+    statements = []
+    for name in names:
+        statement = os.environ.get(name)
+        if not statement:
+            state = "is empty" if name in os.environ else "is not set"
+            return Check(False, "secrets", f"environment variable {name} {state}; it must hold one CREATE SECRET statement"), ()
+        problem = create_secret(con, statement)
+        if problem is not None:
+            return Check(False, "secrets", f"environment variable {name}: {problem}; the statement and DuckDB's "
+                         "message are not shown because they may hold credentials"), ()
+        statements.append(statement)
+    count = f"{len(names)} CREATE SECRET statement{'s' if len(names) != 1 else ''}"
+    return Check(True, "secrets", f"{count} from {', '.join(names)}, run before each attach"), tuple(statements)
 
 
 def _catalog(
     extension: Path, settings: dict[str, str], config: Path | None, catalog: _Catalog,
-    roles: Sequence[str], create: bool,
+    roles: Sequence[str], create: bool, statements: Sequence[str] = (),
 ) -> Iterator[Check]:
     """One catalog's lines. Whether its lake exists is found out without creating anything: a
     local metadata file exists and is not empty (srdp's own test for a reader), or, on
@@ -139,8 +170,8 @@ def _catalog(
     if catalog.metadata_file is not None:
         missing = not (catalog.metadata_file.is_file() and catalog.metadata_file.stat().st_size > 0)
     else:
-        probe = _attach(extension, settings, config, catalog.name, "reader")
-        missing = not probe.ok and _NO_LAKE.search(probe.detail) is not None
+        probe = _attach(extension, settings, config, catalog.name, "reader", statements)
+        missing = not probe.ok and srdp.no_lake_yet(probe.detail)
     if missing and not create:
         yield Check(True, subject, NOT_CREATED)
         return
@@ -154,10 +185,10 @@ def _catalog(
             yield Check(False, subject, "attach as writer not checked: the reader's attach failed, so whether the lake "
                         "exists is unknown and the writer's attach could create it; --create checks it anyway")
         elif role == "writer" and missing:
-            created = _attach(extension, settings, config, catalog.name, "writer")
+            created = _attach(extension, settings, config, catalog.name, "writer", statements)
             yield Check(created.ok, subject, created.detail + (", which created the lake" if created.ok else ""))
         else:
-            yield _attach(extension, settings, config, catalog.name, role)
+            yield _attach(extension, settings, config, catalog.name, role, statements)
 
 
 def extras() -> Check:
@@ -246,13 +277,18 @@ def _metadata_file(backend: str, metadata: str) -> Path | None:
     return None
 
 
-def _attach(extension: Path, settings: dict[str, str], config: Path | None, catalog: str, role: str) -> Check:
+def _attach(
+    extension: Path, settings: dict[str, str], config: Path | None, catalog: str, role: str,
+    statements: Sequence[str] = (),
+) -> Check:
     subject = f"catalog {catalog}"
     try:
         con = _open(extension, settings)
     except duckdb.Error as error:
         return Check(False, subject, f"attach as {role} not checked: {srdp_message(error)}")
     try:
+        for statement in statements:  # checked by _secrets_check; temporary, on this connection
+            con.execute(statement)
         con.execute(f"SET srdp_config = '{_literal(str(config))}'")
         (row,) = srdp.call(con, "srdp_attach_catalog", catalog, role=role)
         mode = "read-only" if row["read_only"] else "read-write"
@@ -291,11 +327,12 @@ def _literal(text: str) -> str:
 
 def report(
     config: Path | None, roles: Sequence[str], write: Callable[[str], object], create: bool = False,
+    secret_env: Sequence[str] = (),
 ) -> tuple[int, int]:
     """Runs the checks, writing each line as it comes; (failed, total)."""
     write(versions())
     failed = total = 0
-    for check in checks(config, roles, create):
+    for check in checks(config, roles, create, secret_env):
         write(check.line())
         total += 1
         failed += not check.ok

@@ -129,6 +129,7 @@ fn names_changes_in_the_audit_words() {
         "dropped_view",
         "inline_flush",
         "merge_adjacent",
+        "rewrite_delete",
         "something_new",
     ]
     .iter()
@@ -147,6 +148,7 @@ fn names_changes_in_the_audit_words() {
             "view dropped",
             "flushed",
             "compacted",
+            "rewritten",
             "something_new"
         ]
     );
@@ -195,7 +197,15 @@ fn judges_each_write_by_its_author_and_the_schema_owner() {
     let config = config("");
     let def = config.catalog("lake").unwrap();
     let (snapshots, versions) = history();
-    let rows = audit(&config, def, &snapshots, &versions, &Since::All).unwrap();
+    let rows = audit(
+        &config,
+        def,
+        &snapshots,
+        &versions,
+        &Since::All,
+        &RowChecks::new(),
+    )
+    .unwrap();
     let dlt = || s("dlt");
     let dbt = || s("dbt");
     assert_eq!(
@@ -360,7 +370,15 @@ fn relaxed_single_writer_allows_with_the_line_that_relaxed_it() {
     let config = config("[rules]\nsingle_writer = false\n");
     let def = config.catalog("lake").unwrap();
     let (snapshots, versions) = history();
-    let rows = audit(&config, def, &snapshots, &versions, &Since::Snapshot(4)).unwrap();
+    let rows = audit(
+        &config,
+        def,
+        &snapshots,
+        &versions,
+        &Since::Snapshot(4),
+        &RowChecks::new(),
+    )
+    .unwrap();
     let notes: Vec<(Option<i64>, bool, Option<String>)> = rows
         .into_iter()
         .filter(|r| r.snapshot_id < Some(6))
@@ -380,11 +398,18 @@ fn since_a_time_starts_at_the_first_snapshot_at_or_after_it() {
     let config = config("");
     let def = config.catalog("lake").unwrap();
     let (snapshots, versions) = history();
-    let ids: Vec<Option<i64>> = audit(&config, def, &snapshots, &versions, &Since::Time(8_000_000))
-        .unwrap()
-        .into_iter()
-        .map(|r| r.snapshot_id)
-        .collect();
+    let ids: Vec<Option<i64>> = audit(
+        &config,
+        def,
+        &snapshots,
+        &versions,
+        &Since::Time(8_000_000),
+        &RowChecks::new(),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|r| r.snapshot_id)
+    .collect();
     assert_eq!(ids, [Some(8), Some(8), Some(8), Some(9), Some(9)]);
 }
 
@@ -488,7 +513,15 @@ fn names_the_entry_that_gives_each_written_schema_to_its_owner() {
         snap(3, Some("io_manager"), r#"created_table:"dbt_alice"."x""#),
         snap(4, Some("dbt"), r#"created_table:"ci_1"."m""#),
     ];
-    let rows = audit(&c, c.catalog("lake").unwrap(), &snapshots, &[], &Since::All).unwrap();
+    let rows = audit(
+        &c,
+        c.catalog("lake").unwrap(),
+        &snapshots,
+        &[],
+        &Since::All,
+        &RowChecks::new(),
+    )
+    .unwrap();
     assert_eq!(
         rows.iter()
             .map(|r| (
@@ -573,5 +606,142 @@ fn ducklakes_own_main_is_flagged_only_once_something_was_written_to_it() {
                  [catalogs.lake.schemas.main] with writer and layer, or drop it"
             )
         )]
+    );
+}
+
+/// srdp's maintenance on `raw.orders` (table 3, owned by dlt): a flush of inline deletion markers
+/// (`deleted_from_table` alone), a flush of rows and markers, a rewrite, a merge; then data
+/// changes labelled `srdp`: a DELETE (rows changed at its snapshot), an insert, and a deletion
+/// whose rows could not be checked.
+fn maintenance_history() -> (Vec<Snapshot>, Vec<Version>) {
+    let versions = vec![
+        v(ObjectKind::Schema, 1, "raw", None, 1),
+        v(ObjectKind::Table, 3, "orders", Some(1), 2),
+    ];
+    let snapshots = vec![
+        snap(
+            2,
+            Some("dlt"),
+            "created_table:\"raw\".\"orders\",inserted_into_table:3",
+        ),
+        snap(3, Some("dlt"), "inlined_delete:3"),
+        snap(4, Some("srdp"), "deleted_from_table:3"),
+        snap(5, Some("srdp"), "deleted_from_table:3,inline_flush:3"),
+        snap(6, Some("srdp"), "rewrite_delete:3"),
+        snap(7, Some("srdp"), "merge_adjacent:3"),
+        snap(8, Some("srdp"), "deleted_from_table:3"),
+        snap(9, Some("srdp"), "inlined_insert:3"),
+        snap(10, Some("srdp"), "deleted_from_table:3"),
+        snap(11, Some("dbt"), "deleted_from_table:3"),
+    ];
+    (snapshots, versions)
+}
+
+fn check(snapshot_id: i64) -> RowCheck {
+    RowCheck {
+        snapshot_id,
+        schema: "raw".into(),
+        table: "orders".into(),
+    }
+}
+
+#[test]
+fn lists_the_row_checks_of_deletions_authored_by_srdp_only() {
+    let (snapshots, versions) = maintenance_history();
+    let checks = row_checks(&snapshots, &versions, &Since::All).unwrap();
+    assert_eq!(checks, [check(4), check(5), check(8), check(10)]);
+    assert_eq!(
+        row_checks(&snapshots, &versions, &Since::Snapshot(6)).unwrap(),
+        [check(8), check(10)]
+    );
+    assert_eq!(
+        RowCheck {
+            snapshot_id: 12,
+            schema: "it's".into(),
+            table: "t".into()
+        }
+        .query("my lake"),
+        "SELECT count(*) FROM ducklake_table_changes('my lake', 'it''s', 't', 12, 12)"
+    );
+}
+
+#[test]
+fn srdps_maintenance_is_allowed_and_a_data_change_labelled_srdp_is_not() {
+    let config = config("");
+    let def = config.catalog("lake").unwrap();
+    let (snapshots, versions) = maintenance_history();
+    let checked: RowChecks = [
+        (check(4), Ok(0)),
+        (check(5), Ok(0)),
+        (check(8), Ok(41)),
+        (check(10), Err("no such file".to_string())),
+    ]
+    .into_iter()
+    .collect();
+    let rows = audit(
+        &config,
+        def,
+        &snapshots,
+        &versions,
+        &Since::Snapshot(4),
+        &checked,
+    )
+    .unwrap();
+    let markers = s("srdp maintenance: a flush wrote inline deletion markers to a delete file; no row changed in this snapshot");
+    let unchanged = s("srdp maintenance; the rows are unchanged");
+    let srdp_wrote = "'srdp' wrote schema 'raw', owned by 'dlt'";
+    let row = |id: i64, author: &str, change: &str, allowed: bool, note: Option<String>| {
+        (
+            Some(id),
+            s(author),
+            s("raw"),
+            s("orders"),
+            change.to_string(),
+            s("dlt"),
+            allowed,
+            note,
+        )
+    };
+    assert_eq!(
+        flat(rows),
+        vec![
+            row(4, "srdp", "flushed", true, markers.clone()),
+            row(5, "srdp", "flushed", true, markers),
+            row(6, "srdp", "rewritten", true, unchanged.clone()),
+            row(7, "srdp", "compacted", true, unchanged),
+            row(8, "srdp", "deleted", false, s(srdp_wrote)),
+            row(9, "srdp", "inserted", false, s(srdp_wrote)),
+            row(
+                10,
+                "srdp",
+                "deleted",
+                false,
+                Some(format!(
+                    "{srdp_wrote} (srdp could not read whether rows changed in this snapshot, so \
+                     it counts as a deletion: no such file)"
+                ))
+            ),
+            row(
+                11,
+                "dbt",
+                "deleted",
+                false,
+                s("'dbt' wrote schema 'raw', owned by 'dlt'")
+            ),
+        ]
+    );
+    // Without its check (none was run), srdp's deletion is judged as any deletion.
+    let unchecked = audit(
+        &config,
+        def,
+        &snapshots,
+        &versions,
+        &Since::Snapshot(4),
+        &RowChecks::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        (unchecked[0].change.as_str(), unchecked[0].allowed),
+        ("deleted", false)
     );
 }

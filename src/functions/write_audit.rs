@@ -6,14 +6,19 @@
 //! `single_writer` allowed the write, then one row per live schema `srdp.toml` gives to nobody.
 //! It is how an auditor checks `single_writer` where the database cannot enforce it: a writer
 //! connection can write any schema. A write without a commit author is not allowed while the
-//! rule is on; flushes and merges keep the rows as they were and are always allowed.
+//! rule is on; flushes, merges and rewrites keep the rows as they were and are always allowed,
+//! including a flush that writes inline deletion markers into a delete file (DuckLake records it
+//! as `deleted_from_table`, as it does a `DELETE`): authored `srdp` and with no row changed at
+//! that snapshot by `ducklake_table_changes`, it is `flushed`; any other is a deletion, judged
+//! by its author (see [`crate::audit`]).
 //! Parameters: `catalog` (attached through `srdp_attach_catalog`, any role), `since :=` (a
 //! snapshot id, or a timestamp DuckDB can cast to TIMESTAMPTZ; default: every snapshot),
 //! `config :=`.
 //! Returns, in snapshot order: `catalog, snapshot_id BIGINT, snapshot_time TIMESTAMPTZ, author,
 //! commit_message, schema_name, table_name` (NULL for a schema-level change), `change`
 //! (`created`, `inserted`, `deleted`, `altered`, `dropped`, `view created`, `view dropped`,
-//! `schema created`, `schema dropped`, `flushed`, `compacted`, or DuckLake's own word),
+//! `schema created`, `schema dropped`, `flushed`, `compacted`, `rewritten`, or DuckLake's own
+//! word),
 //! `owner` (the schema's writers in `srdp.toml`), `ownership` (the entry that gives it to them:
 //! `schema 'curated'`, `pattern 'dbt_*'`, `schema 'raw' of project 'acme'`, `layer 'raw' of
 //! project 'acme'`; NULL when none does), `allowed BOOLEAN, note`; then the
@@ -90,37 +95,51 @@ impl SrdpFunction for WriteAudit {
     }
 
     fn run(b: &Self::Bound, shared: &Shared) -> Result<Vec<Vec<Cell>>> {
-        let rows = shared.runner.with_lake(&b.catalog, None, |lake| {
-            let since = match &b.since {
-                None => Since::All,
-                Some(Ok(id)) => Since::Snapshot(*id),
-                Some(Err(text)) => match lake.timestamp_micros(text)? {
-                    Some(t) => Since::Time(t),
-                    None => {
-                        return Err(SrdpError::InvalidArgument(format!(
-                            "since := must be a snapshot id or a timestamp such as \
+        let rows = shared
+            .runner
+            .with_lake_connection(&b.catalog, None, |lake, conn, spec| {
+                let since = match &b.since {
+                    None => Since::All,
+                    Some(Ok(id)) => Since::Snapshot(*id),
+                    Some(Err(text)) => match lake.timestamp_micros(text)? {
+                        Some(t) => Since::Time(t),
+                        None => {
+                            return Err(SrdpError::InvalidArgument(format!(
+                                "since := must be a snapshot id or a timestamp such as \
                              '2026-01-31 12:00:00+00', got '{text}'"
-                        )))
-                    }
-                },
-            };
-            let min_id = match since {
-                Since::Snapshot(id) => id,
-                _ => 0,
-            };
-            let (snapshots, versions, schemas) = lake.audit_history(min_id)?;
-            let mut rows =
-                audit::audit(&b.config, &b.def, &snapshots, &versions, &since).map_err(|e| {
+                            )))
+                        }
+                    },
+                };
+                let min_id = match since {
+                    Since::Snapshot(id) => id,
+                    _ => 0,
+                };
+                let (snapshots, versions, schemas) = lake.audit_history(min_id)?;
+                let unreadable = |e: String| {
                     SrdpError::InvalidArgument(format!(
                         "the snapshot history of catalog '{}' could not be read: {e}",
                         b.catalog
                     ))
-                })?;
-            rows.extend(audit::unnamed_schemas(
-                &b.config, &b.def, &schemas, &versions,
-            ));
-            Ok(rows)
-        })?;
+                };
+                let checked: audit::RowChecks = audit::row_checks(&snapshots, &versions, &since)
+                    .map_err(unreadable)?
+                    .into_iter()
+                    .map(|check| {
+                        let found = conn
+                            .query_row(&check.query(&spec.alias), [], |r| r.get::<_, i64>(0))
+                            .map_err(|e| crate::redact::redact(&e.to_string()));
+                        (check, found)
+                    })
+                    .collect();
+                let mut rows =
+                    audit::audit(&b.config, &b.def, &snapshots, &versions, &since, &checked)
+                        .map_err(unreadable)?;
+                rows.extend(audit::unnamed_schemas(
+                    &b.config, &b.def, &schemas, &versions,
+                ));
+                Ok(rows)
+            })?;
         Ok(rows
             .into_iter()
             .map(|r| {

@@ -83,10 +83,20 @@ def test_without_secrets_srdps_jobs_cannot_attach(tmp_path: Path) -> None:
     assert not maintenance.success
     assert (
         "srdp_attach_catalog: catalog 'lake' needs the DuckDB secret 'lake_writer' for the writer role, "
-        "and this session has none by that name"
+        "and this session has none by that name. Create it first (CREATE SECRET lake_writer (...)); nothing was "
+        "attached. In Dagster, put that CREATE SECRET lake_writer statement in an environment variable and add it "
+        "to secrets=[...]: add_srdp_definitions(..., secrets=[dg.EnvVar('LAKE_WRITER_SECRET_SQL')]) (or secrets= "
+        "of SrdpIOManager / SrdpResource when built by hand)"
     ) in failure_text(maintenance)
     monitor = run(defs, instance, sd.MONITOR_JOB)
     assert "catalog 'lake' needs the DuckDB secret 'lake_reader' for the reader role" in failure_text(monitor)
+    assert "add_srdp_definitions(..., secrets=[dg.EnvVar('LAKE_READER_SECRET_SQL')])" in failure_text(monitor)
+    # The IO manager's write says the same, once.
+    materialized = run(defs, instance)
+    assert not materialized.success
+    text = failure_text(materialized)
+    assert text.count("In Dagster, put that CREATE SECRET lake_writer statement in an environment variable") == 1
+    assert "secrets=[dg.EnvVar('LAKE_WRITER_SECRET_SQL')]" in text
 
 
 def test_one_secrets_list_serves_the_io_manager_the_maintenance_job_and_the_monitor(

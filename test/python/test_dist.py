@@ -2,7 +2,7 @@
 ``make dist``), installed into a fresh virtual environment outside the checkout.
 
 One module fixture builds the wheel and the repository from the extension under test (no cargo
-build), creates a venv in a temporary folder and runs one ``pip install <wheel>[dagster,dbt,cli]``
+build), creates a venv in a temporary folder and runs one ``pip install <wheel>[dagster,dbt,cli,ingest]``
 (the local wheel plus the package index). Every consumer command then runs with that venv's
 executables, from a temporary working folder, with a temporary ``HOME`` and no ``SRDP_*``
 variable, so nothing can be found through the checkout: the venv's srdp must load the extension
@@ -25,6 +25,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -82,11 +83,43 @@ print(json.dumps(out))
 
 EVENTS = 80  # 3 x 20 + 4 x 5 rows
 
-# doctor's extras line in the consumer venv (pip install <wheel>[dagster,dbt,cli]).
+# doctor's extras line in the consumer venv (pip install <wheel>[dagster,dbt,cli,ingest]).
 CONSUMER_EXTRAS = (
-    "ok   extras: importable: dagster, dbt; not importable: dlt (pip install 'srdp[dlt]'), "
-    "ingest (pip install 'srdp[ingest]'), pandas (pip install 'srdp[pandas]'), polars (pip install 'srdp[polars]')"
+    "ok   extras: importable: dagster, dbt, dlt, ingest; not importable: pandas (pip install 'srdp[pandas]'), "
+    "polars (pip install 'srdp[polars]')"
 )
+
+# A lake whose landing zone is on S3 (the test servers' bucket; {landing} is its prefix).
+LANDING_TOML = """
+[catalogs.lake]
+metadata = "sqlite:catalog/lake.sqlite"
+data_path = "data/"
+landing_path = "{landing}"
+promote_into = "raw_landed"
+
+[catalogs.lake.schemas.raw_landed]
+writer = "io_manager"
+layer = "raw"
+"""
+
+# Run in the consumer venv: dlt lands five orders in the landing zone on S3 and srdp promotes the
+# load into lake.raw_landed through the IO manager; prints what happened.
+LANDING_SCRIPT = """
+import json, sys
+import dlt
+from dlt.common.configuration.specs import AwsCredentials
+import srdp.ingest.dlt as srdp_dlt
+from srdp.dagster import SrdpIOManager
+from srdp.ingest import promote_landing
+
+key, secret, region, endpoint = sys.argv[1:5]
+creds = AwsCredentials(aws_access_key_id=key, aws_secret_access_key=secret, region_name=region, endpoint_url=endpoint)
+dest = srdp_dlt.destination("lake", config="srdp.toml", layer="landing", storage_credentials=creds)
+pipeline = dest.pipeline("shop", pipelines_dir="pipelines")
+info = dest.run(pipeline, dlt.resource([{"id": i, "amount": i * 10} for i in range(1, 6)], name="orders"))
+outcomes = promote_landing(dest, "orders", [], io_manager=SrdpIOManager(config="srdp.toml"), keys={"orders": ["id"]})
+print(json.dumps({"loads": list(info.loads_ids), "outcomes": [[o.load_id, o.status, o.rows] for o in outcomes]}))
+"""
 
 
 @dataclass
@@ -153,7 +186,7 @@ def consumer(tmp_path_factory: pytest.TempPathFactory) -> Consumer:
     started = time.monotonic()
     check(subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         f"{wheel}[dagster,dbt,cli]"],
+         f"{wheel}[dagster,dbt,cli,ingest]"],
         env=pip_env, capture_output=True, text=True, timeout=900,
     ))
     pip_seconds = time.monotonic() - started
@@ -324,6 +357,40 @@ def test_dbt_runs_a_model_into_the_lake_with_the_packaged_macros(consumer: Consu
         con.close()
     # dbt linked the package and wrote nothing into it (it is inside site-packages).
     assert listing(package) == package_before
+
+
+def test_a_landing_zone_on_s3_loads_and_promotes_with_the_ingest_extra(consumer: Consumer, servers: object) -> None:
+    # `pip install srdp[ingest]` brings s3fs: dlt's filesystem destination on S3 needs it (without
+    # it the load fails with "Install s3fs to access S3").
+    import urllib.error
+
+    from pg_lake import BUCKET
+    from servers import create_bucket
+
+    try:
+        create_bucket(servers, BUCKET)
+    except urllib.error.HTTPError as error:
+        if error.code != 409:  # an earlier test created it
+            raise
+    work = consumer.workdir("landing_s3", LANDING_TOML.format(landing=f"s3://{BUCKET}/dist-{consumer.root.name}/"))
+    (work / "landing.py").write_text(LANDING_SCRIPT)
+    s: Any = servers
+    done = consumer.run([str(consumer.bin / "python"), "landing.py", s.s3_access_key, s.s3_secret_key, s.s3_region,
+                         f"http://{s.s3_endpoint}"], cwd=work)
+    out = json.loads(check(done).splitlines()[-1])
+    (load,) = out["loads"]
+    assert out["outcomes"] == [[load, "promoted", {"lake.raw_landed.orders": 5}]]
+    con = reader(work / "srdp.toml")
+    try:
+        rows = con.execute("SELECT count(*), sum(hash(id, amount))::VARCHAR FROM lake.raw_landed.orders").fetchone()
+    finally:
+        con.close()
+    plain = duckdb.connect()
+    try:
+        expected = plain.execute("SELECT count(*), sum(hash(range, range * 10))::VARCHAR FROM range(1, 6)").fetchone()
+    finally:
+        plain.close()
+    assert rows == expected
 
 
 def test_the_venvs_duckdb_cli_installs_srdp_from_the_repository_and_loads_it_by_name(consumer: Consumer) -> None:

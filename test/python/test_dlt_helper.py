@@ -27,6 +27,7 @@ from dlt.pipeline.exceptions import PipelineStepFailed  # noqa: E402
 
 import srdp  # noqa: E402
 import srdp.ingest.dlt as srdp_dlt  # noqa: E402
+from srdp.dagster import srdp_dlt_assets  # noqa: E402
 from conftest import REPO, run_python, write_config  # noqa: E402
 from lakecheck import Lake, parquet_files  # noqa: E402
 
@@ -270,7 +271,7 @@ def test_dagster_assets_name_the_physical_table_drop_the_phantom_dependency_and_
     cfg = write_config(tmp_path, LAKE + "\n[rules]\nraw_append_only = false\n")
     dest = srdp_dlt.destination("lake", config=cfg)
     pipeline = dest.pipeline("shop", pipelines_dir=str(tmp_path / "pipelines"))
-    assets = srdp_dlt.srdp_dlt_assets(dlt_source=shop(), destination=dest, dlt_pipeline=pipeline, name="shop")
+    assets = srdp_dlt_assets(dlt_source=shop(), destination=dest, dlt_pipeline=pipeline, name="shop")
 
     plain = {s.key: s for s in build_dlt_asset_specs(shop(), pipeline, DagsterDltTranslator())}
     specs = {s.key: s for s in assets.specs}
@@ -318,7 +319,7 @@ def test_dagster_assets_name_the_physical_table_drop_the_phantom_dependency_and_
     def snapshots():
         return dlt.resource([{"id": 1}], name="prices", write_disposition="replace")
 
-    refused = srdp_dlt.srdp_dlt_assets(
+    refused = srdp_dlt_assets(
         dlt_source=snapshots(), destination=strict_dest,
         dlt_pipeline=strict_dest.pipeline("prices", pipelines_dir=str(tmp_path / "pipelines")),
     )

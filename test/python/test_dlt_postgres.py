@@ -32,6 +32,7 @@ from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials  # 
 
 import srdp  # noqa: E402
 import srdp.ingest.dlt as srdp_dlt  # noqa: E402
+from srdp.dagster import srdp_dlt_assets  # noqa: E402
 from conftest import run_python, write_config  # noqa: E402
 from lakecheck import Lake  # noqa: E402
 from pg_lake import new_lake  # noqa: E402
@@ -286,8 +287,8 @@ def test_missing_and_wrong_passwords_are_refused_clearly_and_never_shown(servers
     # The same through Dagster: the step fails with the redacted error, and nothing the instance
     # recorded (event log, error chain) holds the password.
     source = dlt.source(lambda: dlt.resource(rows(0, 5), name="events"), name="shop")()
-    assets = srdp_dlt.srdp_dlt_assets(dlt_source=source, destination=dest, name="shop",
-                                      dlt_pipeline=dest.pipeline("shop", pipelines_dir=str(pipelines)))
+    assets = srdp_dlt_assets(dlt_source=source, destination=dest, name="shop",
+                             dlt_pipeline=dest.pipeline("shop", pipelines_dir=str(pipelines)))
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize([assets], resources={"dlt": DagsterDltResource()}, instance=instance, raise_on_error=False)
     assert not result.success

@@ -27,6 +27,7 @@ from dlt.pipeline.pipeline import Pipeline  # noqa: E402
 
 import srdp  # noqa: E402
 import srdp.ingest.dlt as srdp_dlt  # noqa: E402
+from srdp.dagster import srdp_dlt_assets  # noqa: E402
 from conftest import write_config  # noqa: E402
 
 LAKE = """
@@ -185,7 +186,7 @@ def test_in_dagster_the_failed_package_is_dropped_and_the_next_materialization_l
 
         return events_resource
 
-    assets = srdp_dlt.srdp_dlt_assets(dlt_source=shop(), destination=dest, dlt_pipeline=pipeline, name="shop")
+    assets = srdp_dlt_assets(dlt_source=shop(), destination=dest, dlt_pipeline=pipeline, name="shop")
     instance = dg.DagsterInstance.ephemeral()
     resources = {"dlt": DagsterDltResource()}
     assert dg.materialize([assets], resources=resources, instance=instance).success

@@ -282,6 +282,7 @@ def test_the_materialization_metadata_and_the_snapshot_audit_fields_are_exact(la
         "mode": "replace",
         "partitions": None,
         "run_id": result.run_id,
+        "table_name": "lake.analytics.orders",
     }
     meta = materialization(result, "analytics__orders")
     assert column_schema(meta) == [("id", "BIGINT"), ("v", "VARCHAR")]

@@ -93,6 +93,7 @@ def test_a_daily_partition_replaces_exactly_its_time_window(lake: Path) -> None:
             "mode": "replace",
             "partitions": ["2024-01-02"],
             "run_id": again.run_id,
+            "table_name": "lake.analytics.sales",
         }
     meta = by_partition(again, "analytics__sales")
     assert list(meta) == ["2024-01-02"]

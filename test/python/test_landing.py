@@ -140,7 +140,8 @@ def test_a_load_with_a_wrong_type_is_quarantined_later_loads_wait_and_skip_loads
     assert statuses(outcomes) == [(first, "promoted"), (bad, "quarantined"), (after, "waiting")]
     assert outcomes[1].reasons == [
         "lake.raw_landed.orders: column 'amount' has value(s) of type text that do not fit its type "
-        "(dlt put them in variant column 'amount__v_text')"
+        "(dlt put them in variant column 'amount__v_text'); fix the values at the source and re-deliver the "
+        "load (replace its files in the landing zone and rerun), or list the load in skip_loads"
     ]
     assert outcomes[2].reasons == [f"waits behind quarantined load {bad}"]
     assert raw_rows(cfg) == [(1, 10), (2, 20)]

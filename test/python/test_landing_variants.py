@@ -32,7 +32,8 @@ def statuses(outcomes: list[Any]) -> list[tuple[str, str]]:
 def variant_reason(value_kind: str = "text") -> str:
     return (
         f"lake.raw_landed.orders: column 'amount' has value(s) of type {value_kind} that do not fit its type "
-        f"(dlt put them in variant column 'amount__v_{value_kind}')"
+        f"(dlt put them in variant column 'amount__v_{value_kind}'); fix the values at the source and re-deliver "
+        "the load (replace its files in the landing zone and rerun), or list the load in skip_loads"
     )
 
 

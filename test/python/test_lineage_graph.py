@@ -110,7 +110,7 @@ def test_dlt_dbt_and_io_manager_assets_form_one_graph_by_physical_name(platform:
 def test_dbt_sources_join_dlt_assets_with_keys_of_their_own_by_table_name(platform: ModuleType) -> None:
     """dlt assets keyed dagster-dlt's way still meet the dbt sources: by ``dagster/table_name``."""
     from srdp.dagster import SrdpDltTranslator
-    from srdp.ingest.dlt import srdp_dlt_assets
+    from srdp.dagster import srdp_dlt_assets
 
     own_keys = srdp_dlt_assets(
         dlt_source=platform.shop(), destination=platform.raw, pipeline_name="platform_shop_own_keys",
@@ -203,7 +203,7 @@ def test_a_child_table_selected_without_its_parent_is_refused_before_any_load(pl
 def test_an_undeclared_child_table_is_loaded_and_named_in_a_warning(platform: ModuleType) -> None:
     import dlt
 
-    from srdp.ingest.dlt import srdp_dlt_assets
+    from srdp.dagster import srdp_dlt_assets
 
     @dlt.source
     def baskets_source() -> Any:

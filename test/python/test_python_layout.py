@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import textwrap
 
@@ -36,22 +37,29 @@ def test_importing_the_dlt_helper_does_not_import_dagster() -> None:
     assert (done.returncode, done.stderr) == (0, "")
 
 
-def test_the_dlt_helpers_dagster_names_import_dagster_on_first_use() -> None:
-    # The control for the test above: the same check sees Dagster once the assets are asked for.
+def test_the_old_spelling_of_the_dlt_assets_warns_and_imports_dagster_only_then() -> None:
+    # The control for the test above: the deprecated spelling still works this release, and the
+    # same check sees Dagster once it is asked for.
     done = run_venv_python(
         """
-        import sys
+        import sys, warnings
         import srdp.ingest.dlt as srdp_dlt
         assert "dagster" not in sys.modules and "srdp.dagster" not in sys.modules
-        assets = srdp_dlt.srdp_dlt_assets
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assets = srdp_dlt.srdp_dlt_assets
         print(sorted(m for m in ("dagster", "dagster_dlt", "srdp.dagster", "srdp.dagster.dlt_assets") if m in sys.modules))
         print(assets.__module__, assets.__qualname__)
+        print([(w.category.__name__, str(w.message), w.filename) for w in caught])
         """
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "['dagster', 'dagster_dlt', 'srdp.dagster', 'srdp.dagster.dlt_assets']",
         "srdp.dagster.dlt_assets srdp_dlt_assets",
+        "[('DeprecationWarning', 'srdp.ingest.dlt.srdp_dlt_assets is deprecated and will be removed in the next "
+        "release: import it from srdp.dagster (from srdp.dagster import srdp_dlt_assets); srdp.ingest.dlt is "
+        "Dagster-free', '<string>')]",
     ]
 
 
@@ -72,13 +80,17 @@ DLT_NAMES = [
     "DltDestination",
     "SrdpDltError",
     "SrdpDltLoadError",
-    "SrdpDltTranslator",
     "check_not_filesystem",
     "destination",
     "pipeline",
     "run",
-    "srdp_dlt_assets",
 ]
+#: Names whose one home is srdp.dagster; their old spellings in srdp.ingest(.dlt) are deprecated
+#: (a DeprecationWarning this release, gone in the next).
+MOVED = {
+    "srdp.ingest.dlt": ["SrdpDltTranslator", "srdp_dlt_assets"],
+    "srdp.ingest": ["landing_retention_schedule", "srdp_landing_assets"],
+}
 DAGSTER_NAMES = [
     "MAINTENANCE_JOB",
     "MAINTENANCE_SCHEDULE",
@@ -106,7 +118,6 @@ DAGSTER_NAMES = [
 
 def test_the_public_names_of_srdp_ingest_dlt_still_exist() -> None:
     import srdp.ingest.dlt as srdp_dlt
-    from srdp.dagster import dlt_assets
 
     assert [n for n in DLT_NAMES if not hasattr(srdp_dlt, n)] == []
     assert set(DLT_NAMES) <= set(srdp_dlt.__all__)
@@ -116,22 +127,37 @@ def test_the_public_names_of_srdp_ingest_dlt_still_exist() -> None:
     ] * 3
     assert issubclass(srdp_dlt.SrdpDltLoadError, srdp_dlt.SrdpDltError)
     assert issubclass(srdp_dlt.SrdpDltError, ValueError)
-    # The Dagster assets are one object, reachable from both packages.
-    assert srdp_dlt.srdp_dlt_assets is dlt_assets.srdp_dlt_assets
-    assert srdp_dlt.SrdpDltTranslator is dlt_assets.SrdpDltTranslator
     with pytest.raises(AttributeError, match="module 'srdp.ingest.dlt' has no attribute 'no_such_name'"):
         srdp_dlt.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize(("module", "name"), [(m, n) for m, names in MOVED.items() for n in names])
+def test_a_moved_name_has_one_home_in_srdp_dagster_and_its_old_spelling_warns(module: str, name: str) -> None:
+    import importlib
+
+    import srdp.dagster as sd
+
+    old = importlib.import_module(module)
+    assert name in sd.__dir__() and name not in getattr(old, "__all__", [])
+    with pytest.warns(DeprecationWarning) as caught:
+        found = getattr(old, name)
+    assert found is getattr(sd, name)
+    assert [str(w.message) for w in caught] == [
+        f"{module}.{name} is deprecated and will be removed in the next release: import it from srdp.dagster "
+        f"(from srdp.dagster import {name}); {module} is Dagster-free"
+    ]
+    assert caught[0].filename == __file__  # the warning points at the caller's line
 
 
 def test_the_public_names_of_srdp_dagster_still_exist() -> None:
     import dagster as dg
 
     import srdp.dagster as sd
-    import srdp.ingest.dlt as srdp_dlt
     from srdp.dagster import SrdpDltTranslator, srdp_dlt_assets
+    from srdp.dagster import dlt_assets
 
     assert [n for n in DAGSTER_NAMES if not hasattr(sd, n)] == []
-    assert (srdp_dlt_assets, SrdpDltTranslator) == (srdp_dlt.srdp_dlt_assets, srdp_dlt.SrdpDltTranslator)
+    assert (srdp_dlt_assets, SrdpDltTranslator) == (dlt_assets.srdp_dlt_assets, dlt_assets.SrdpDltTranslator)
     assert (sd.MAINTENANCE_JOB, sd.MAINTENANCE_SCHEDULE, sd.MONITOR_JOB, sd.MONITOR_SCHEDULE) == (
         "srdp_dataset_maintenance",
         "srdp_dataset_maintenance_nightly",
@@ -193,7 +219,8 @@ def test_the_write_core_keeps_its_old_import_paths() -> None:
 def _import_time_edges() -> dict[str, set[str]]:
     """srdp's subpackages (lake, ingest, dagster, dbt, ...) and the other subpackages each imports
     when it is imported: module-level imports, outside ``if TYPE_CHECKING:`` and function bodies
-    (a name imported on first use, like ``srdp.ingest.dlt.srdp_dlt_assets``, is not an edge)."""
+    (a name imported on first use, in a function body, is not an edge here; see
+    :func:`_upward_imports` for those)."""
     root = REPO / "python" / "srdp"
     edges: dict[str, set[str]] = {}
     for path in root.rglob("*.py"):
@@ -287,3 +314,80 @@ def test_the_dlt_helpers_modules_import_each_other_without_a_circle() -> None:
     assert {s for s in steps if "target" not in graph[s]} == set()
     assert [m for m in graph if "destination" in graph[m]] == []
     assert {"target", *steps} <= graph["destination"]
+
+
+#: Subpackages by layer, lowest first: a module may import only its own layer and those below
+#: (``srdp``'s own top-level modules are below all of them). ``srdp.dagster`` and ``srdp.dbt``
+#: are the top, the thin adapters.
+LAYERS = {"lake": 1, "ingest": 2, "dagster": 3, "dbt": 3}
+
+#: Upward imports kept for one release, each a deprecated spelling that goes in the next.
+DEPRECATED_UPWARD_IMPORTS = {
+    ("ingest/__init__.py", "srdp.dagster"),
+    ("ingest/dlt/__init__.py", "srdp.dagster"),
+}
+
+#: A module name in a string (``importlib.import_module("srdp.dagster.x")``), not prose.
+_MODULE_NAME = re.compile(r"srdp(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _upward_imports(relative: str, text: str) -> list[tuple[str, str]]:
+    """(module file, imported module) of each import in ``text`` (the module ``relative`` to
+    python/srdp) of a higher layer than the module's own: ``import``/``from`` statements anywhere
+    (module level, ``if TYPE_CHECKING:``, function bodies) and module names in strings (what
+    ``importlib.import_module`` is given)."""
+    layer = LAYERS.get(relative.split("/")[0])
+    if layer is None:
+        return []
+    tree = ast.parse(text)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if _MODULE_NAME.fullmatch(node.value):
+                names.append(node.value)
+    found = []
+    for name in names:
+        bits = name.split(".")
+        if bits[0] == "srdp" and len(bits) > 1 and LAYERS.get(bits[1], 0) > layer:
+            found.append((relative, ".".join(bits[:2])))
+    return sorted(set(found))
+
+
+def test_the_upward_import_finder_sees_every_form() -> None:
+    # The control for the test below: each way a module can reach up is found.
+    text = textwrap.dedent(
+        """
+        \"\"\"Mentions srdp.dagster in prose, which is no import.\"\"\"
+        import importlib
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from srdp.dbt.profile import render_profile
+        def lazily():
+            import srdp.dagster
+            return importlib.import_module("srdp.dagster.dlt_assets")
+        """
+    )
+    assert _upward_imports("ingest/x.py", text) == [("ingest/x.py", "srdp.dagster"), ("ingest/x.py", "srdp.dbt")]
+    assert _upward_imports("lake/y.py", "from srdp.ingest.landing import zone\n") == [("lake/y.py", "srdp.ingest")]
+    assert _upward_imports("dagster/z.py", "import srdp.ingest.dlt\n") == []
+
+
+def test_no_module_imports_a_higher_layer_anywhere_in_its_text() -> None:
+    root = REPO / "python" / "srdp"
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        relative = str(path.relative_to(root))
+        found |= set(_upward_imports(relative, path.read_text()))
+    assert found - DEPRECATED_UPWARD_IMPORTS == set()
+    # Each allowed one is still there: when a deprecated spelling goes, its entry goes too.
+    assert found == DEPRECATED_UPWARD_IMPORTS

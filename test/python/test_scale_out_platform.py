@@ -56,7 +56,7 @@ from dagster_dlt import DagsterDltResource
 from dlt.common.configuration.specs import AwsCredentials
 
 import srdp.ingest.dlt as srdp_dlt
-from srdp.dagster import add_srdp_definitions, srdp_table
+from srdp.dagster import add_srdp_definitions, srdp_dlt_assets, srdp_table
 
 CONFIG = os.environ["SRDP_CONFIG"]
 
@@ -82,7 +82,7 @@ raw = srdp_dlt.destination(
         endpoint_url=os.environ["LAKE_S3_ENDPOINT_URL"],
     ),
 )
-shop_assets = srdp_dlt.srdp_dlt_assets(dlt_source=shop(), destination=raw, pipeline_name="scale_out", name="shop")
+shop_assets = srdp_dlt_assets(dlt_source=shop(), destination=raw, pipeline_name="scale_out", name="shop")
 
 ORDERS = srdp_table("lake", "analytics", "orders", config=CONFIG)
 SIZES = srdp_table("lake", "analytics", "order_sizes", config=CONFIG)

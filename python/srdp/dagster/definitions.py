@@ -9,7 +9,7 @@ import dagster as dg
 
 from srdp.dagster.config_parameter import resolve_config_argument
 from srdp.dagster.health import health_checks as table_health_checks
-from srdp.dagster.health import table_asset_keys
+from srdp.dagster.health import table_asset_groups
 from srdp.dagster.io_manager import SrdpIOManager
 from srdp.dagster.load_checks import check_io_manager_definitions
 from srdp.dagster.maintenance import build_nightly_schedule, maintenance_job
@@ -31,7 +31,7 @@ def srdp_definitions(
     io_manager: bool = False,
     catalog: str = "lake",
     secrets: Sequence[str] = (),
-    checked_assets: Sequence[dg.AssetKey] = (),
+    checked_assets: Sequence[dg.AssetKey | Sequence[dg.AssetKey]] = (),
 ) -> dg.Definitions:
     """The srdp jobs, schedules and resources for the definition file at ``config`` (the srdp.toml
     path; ``config_path=`` is its deprecated spelling, accepted this release); both
@@ -42,17 +42,19 @@ def srdp_definitions(
     ``dg.EnvVar``) are run before every attach by the maintenance job, the monitor and the IO
     manager alike: one place for the credentials of a catalog whose roles need DuckDB secrets.
     ``checked_assets``: physical-name keys that get srdp's two advisory health checks
-    (:func:`srdp.dagster.health.health_checks`), evaluated by the hourly monitor. With
+    (:func:`srdp.dagster.health.health_checks`), evaluated by the hourly monitor and, in a run that
+    materializes their assets, after them; a key alone has a check step of its own, a sequence
+    of keys (those one op materializes together) shares one. With
     ``io_manager=True`` the file and ``catalog`` are checked now, when the code location loads
     (:mod:`srdp.dagster.load_checks`)."""
     path = os.path.abspath(resolve_config_argument("srdp_definitions", config, config_path))
     if io_manager:
         check_io_manager_definitions("srdp_definitions", path, catalog, (), IO_MANAGER_KEY)
     statements = list(secrets)
-    checks = table_health_checks(list(checked_assets), RESOURCE_KEY) if checked_assets else None
+    checks = table_health_checks(list(checked_assets), RESOURCE_KEY)
     resources: dict[str, object] = {
         HEALTH_CHECKS_KEY: dg.ResourceDefinition.hardcoded_resource(
-            frozenset(checks.check_keys) if checks else frozenset(),
+            frozenset(key for c in checks for key in c.check_keys),
             "the srdp health checks the code location declares",
         ),
         RESOURCE_KEY: SrdpResource(config=path, secrets=statements),
@@ -62,7 +64,7 @@ def srdp_definitions(
     if io_manager:
         resources[IO_MANAGER_KEY] = SrdpIOManager(config=path, catalog=catalog, secrets=statements)
     return dg.Definitions(
-        asset_checks=[checks] if checks else None,
+        asset_checks=checks or None,
         jobs=[maintenance_job, monitor_job],
         schedules=[build_nightly_schedule(default_status), build_hourly_schedule(default_status)],
         resources=resources,
@@ -91,8 +93,9 @@ def add_srdp_definitions(
     manager run before they attach (see :func:`srdp_definitions`). ``health_checks``: the
     application's table assets (definition metadata ``dagster/table_name`` matching their key:
     srdp's dlt, dbt and IO manager assets) get srdp's two advisory checks, so the monitor's
-    results show as badges on them. With ``io_manager=True``, the file, ``catalog`` and the owner
-    of every schema the IO manager will write are checked now, when the code location loads
+    results show as badges on them. With ``io_manager=True``, the file, ``catalog``, the owner
+    of every schema the IO manager will write and one table per asset and op output (of the
+    application's jobs) are checked now, when the code location loads
     (:mod:`srdp.dagster.load_checks`), so ``dagster definitions validate`` fails on a typo."""
     config = resolve_config_argument("add_srdp_definitions", config, config_path)
     if not enabled:
@@ -104,7 +107,9 @@ def add_srdp_definitions(
         )
     if io_manager:
         assets = list(defs.assets or [])
-        check_io_manager_definitions("add_srdp_definitions", os.path.abspath(config), catalog, assets, IO_MANAGER_KEY)
+        check_io_manager_definitions(
+            "add_srdp_definitions", os.path.abspath(config), catalog, assets, IO_MANAGER_KEY, jobs=list(defs.jobs or [])
+        )
     return dg.Definitions.merge(
         defs,
         srdp_definitions(
@@ -114,6 +119,6 @@ def add_srdp_definitions(
             io_manager=io_manager,
             catalog=catalog,
             secrets=secrets,
-            checked_assets=table_asset_keys(defs.assets or []) if health_checks else (),
+            checked_assets=table_asset_groups(defs.assets or []) if health_checks else (),
         ),
     )

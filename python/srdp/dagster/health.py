@@ -19,7 +19,9 @@ threshold is a warning, never a storage limit): ``inlined_rows_under_threshold``
 at most the catalog's ``pressure_warning_rows``, as ``srdp_catalog_pressure`` decides) and
 ``small_files_under_limit`` (small files at most the monitor's ``small_files_limit``).
 :func:`health_checks` declares them on the application's table assets, so the badges show on the
-asset and in the graph.
+asset and in the graph: one check definition per group of assets one op materializes together
+(:func:`table_asset_groups`), so that in a run that materializes them, a check waits only for its
+own assets, and one asset that fails skips only its own checks, never every asset's.
 
 One read per catalog is a fixed number of metadata queries whatever the number of datasets:
 ``srdp_inlined_row_count``, the target-size options, the live files per table, the snapshots that
@@ -51,6 +53,7 @@ __all__ = [
     "read_catalog_health",
     "read_health",
     "summary_table",
+    "table_asset_groups",
 ]
 
 INLINED_CHECK = "inlined_rows_under_threshold"
@@ -262,25 +265,65 @@ def summary_table(datasets: Sequence[DatasetHealth], top: int = 10) -> str:
     return "\n".join(lines)
 
 
-def table_asset_keys(assets: Iterable[Any]) -> list[dg.AssetKey]:
+def table_asset_groups(assets: Iterable[Any]) -> list[list[dg.AssetKey]]:
     """The keys of the assets (``AssetsDefinition`` or ``AssetSpec``) that name a physical table
-    (definition metadata ``dagster/table_name`` of three parts), in order, once each."""
-    keys: dict[dg.AssetKey, None] = {}
+    (definition metadata ``dagster/table_name`` of three parts), grouped by the definition that
+    materializes them (a dlt source's tables, a dbt project's models: one group each; a spec
+    alone), in order, each key once."""
+    seen: set[dg.AssetKey] = set()
+    groups: list[list[dg.AssetKey]] = []
     for asset in assets:
         specs = [asset] if isinstance(asset, dg.AssetSpec) else list(getattr(asset, "specs", []) or [])
+        group = []
         for spec in specs:
             name = (spec.metadata or {}).get("dagster/table_name")
             name = getattr(name, "value", name)
             if isinstance(name, str) and len(name.split(".")) == 3 and dg.AssetKey(name.split(".")) == spec.key:
-                keys[spec.key] = None
-    return list(keys)
+                if spec.key not in seen:
+                    seen.add(spec.key)
+                    group.append(spec.key)
+        if group:
+            groups.append(group)
+    return groups
 
 
-def health_checks(keys: Sequence[dg.AssetKey], resource_key: str = "srdp") -> dg.AssetChecksDefinition:
-    """``inlined_rows_under_threshold`` and ``small_files_under_limit`` declared on each of
-    ``keys`` (physical-name keys), so their badges show on the assets. The hourly monitor
-    evaluates them; run on their own (from the UI), they read the catalogs once and pass with a
-    note when the health cannot be read (advisory, fail-open)."""
+def table_asset_keys(assets: Iterable[Any]) -> list[dg.AssetKey]:
+    """The keys of :func:`table_asset_groups`, flat."""
+    return [key for group in table_asset_groups(assets) for key in group]
+
+
+#: The name of the health checks' definitions, ``srdp_table_health_checks__<first key>``.
+CHECKS_NAME = "srdp_table_health_checks"
+
+
+def health_checks(
+    groups: Sequence[dg.AssetKey | Sequence[dg.AssetKey]], resource_key: str = "srdp"
+) -> list[dg.AssetChecksDefinition]:
+    """``inlined_rows_under_threshold`` and ``small_files_under_limit`` declared on each key of
+    ``groups`` (physical-name keys), so their badges show on the assets: one check definition
+    (one step) per group, a group being the keys one op materializes together (a key alone is a
+    group of its own). A step of checks depends on its group's assets only, so in a run where one
+    asset fails, the checks of the others still run. The hourly monitor evaluates them too; run
+    on their own (from the UI), they read the catalogs once per step and pass with a note when the
+    health cannot be read (advisory, fail-open)."""
+    definitions = []
+    names: set[str] = set()
+    for group in groups:
+        keys = [group] if isinstance(group, dg.AssetKey) else list(group)
+        if not keys:
+            continue
+        name = f"{CHECKS_NAME}__" + re.sub(r"[^A-Za-z0-9_]", "_", "__".join(keys[0].path))
+        unique, n = name, 1
+        while unique in names:
+            n += 1
+            unique = f"{name}_{n}"
+        names.add(unique)
+        definitions.append(_health_checks(unique, keys, resource_key))
+    return definitions
+
+
+def _health_checks(name: str, keys: Sequence[dg.AssetKey], resource_key: str) -> dg.AssetChecksDefinition:
+    """One check definition ``name`` with both checks on each of ``keys``."""
     specs = [
         dg.AssetCheckSpec(
             name=name,
@@ -296,7 +339,7 @@ def health_checks(keys: Sequence[dg.AssetKey], resource_key: str = "srdp") -> dg
     ]
 
     @dg.multi_asset_check(
-        name="srdp_table_health_checks",
+        name=name,
         specs=specs,
         can_subset=True,
         required_resource_keys={resource_key},

@@ -8,7 +8,8 @@ DuckLake through srdp.
   input can stream into an output); one connection per process, reused.
 * **Which table**: ``dagster/table_name`` metadata, else metadata ``schema``, else the asset
   key's prefix, else the ``schema`` setting (see :mod:`srdp.dagster.tables`); an ``@op`` output is
-  ``<schema>.<output name>`` (or its ``table`` metadata), as in dagster-duckdb.
+  ``<schema>.<output name>`` (or its ``table`` metadata), as in dagster-duckdb, and never
+  replaces a table another op output or an asset wrote last (:mod:`srdp.dagster.op_outputs`).
 * **Who may write**: ``srdp_check_writer(catalog, schema, writer)`` before any data moves.
 * **Write modes**, each one DuckLake transaction: ``replace`` (default outside raw; the table
   keeps its identity and history), ``append`` (the default and only mode in a ``raw`` schema
@@ -33,6 +34,8 @@ import dagster as dg
 from pydantic import Field
 
 from srdp.dagster.config_parameter import SrdpConfigFile
+from srdp.dagster.op_outputs import OpOutput, refuse_other_writer
+from srdp.dagster.secret_hint import with_secrets_hint
 from srdp.dagster.tables import PARTITION_EXPR_KEY, IOManagerError, resolve_table
 from srdp.lake import frames as handlers
 from srdp.lake.names import TableRef
@@ -59,11 +62,13 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
     secrets: list[str] = Field(default_factory=list)
 
     # --- writes -------------------------------------------------------------------------
+    @with_secrets_hint
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None and context.dagster_type.is_nothing:
             return
         key, kind, label = _output_key(context)
-        table = self._table(key, context.definition_metadata or {})
+        op_output = None if context.has_asset_key else _op_output(context)
+        table = self._table(key, context.definition_metadata or {}, op_output)
         session = LakeSession.get(self.config, self.catalog, self.secrets)
         owner = session.call("srdp_check_writer", self.catalog, table.schema, self.writer)[0]
         if owner.get("warning"):
@@ -88,6 +93,7 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
             extra={
                 "run_id": context.run_id,
                 "asset_key" if context.has_asset_key else "op_output": label,
+                "table_name": table.name,
                 "partitions": list(context.asset_partition_keys) if context.has_asset_partitions else None,
                 "mode": mode,
             },
@@ -95,7 +101,11 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
             drop_missing_columns=bool((context.definition_metadata or {}).get("drop_missing_columns", False)),
             partition_slices=self._partition_slices(context),
         )
-        result = session.write(plan, data)
+        if op_output is None:
+            result = session.write(plan, data)
+        else:  # one table per op output: refused in the write's transaction (nothing written)
+            guard = lambda con, _results: refuse_other_writer(con, table, self.writer, op_output)  # noqa: E731
+            result = session.write_many([(plan, data)], before_commit=guard)[0]
         metadata = self._metadata(table, plan, result, context.has_asset_partitions)
         if result.rows_by_partition:
             # Several partitions (a range): each partition's materialization gets its own count,
@@ -112,8 +122,8 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
             f"snapshot {result.snapshot_id} ({result.attempts} attempt(s))"
         )
 
-    def _table(self, key: Sequence[str], metadata: Mapping[str, Any]) -> TableRef:
-        return resolve_table(self.catalog, key, metadata, self.schema_)
+    def _table(self, key: Sequence[str], metadata: Mapping[str, Any], op_output: OpOutput | None = None) -> TableRef:
+        return resolve_table(self.catalog, key, metadata, self.schema_, op_output.described if op_output else None)
 
     def _mode(self, metadata: Mapping[str, Any], raw: bool, rules: Mapping[str, Any], table: TableRef) -> str:
         append_only = raw and bool(rules["raw_append_only"]["enabled"])
@@ -210,16 +220,19 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
         return metadata
 
     # --- reads --------------------------------------------------------------------------
+    @with_secrets_hint
     def load_input(self, context: dg.InputContext) -> Any:
         upstream = context.upstream_output
         metadata = (upstream.definition_metadata if upstream else None) or {}
+        op_output = None
         if context.has_asset_key:
             key: Sequence[str] = context.asset_key.path
         elif upstream is not None:
             key = [str(metadata.get("table") or upstream.name)]  # an op output: <schema>.<table or output name>
+            op_output = _op_output(upstream)
         else:
             raise IOManagerError(f"input {context.name!r} has no asset key and no upstream output to read")
-        table = self._table(key, metadata)
+        table = self._table(key, metadata, op_output)
         columns = (context.definition_metadata or {}).get("columns")
         if isinstance(columns, str):
             raise IOManagerError(
@@ -291,6 +304,15 @@ def _step_context(context: dg.OutputContext) -> Any:
         return None
 
 
+def _op_output(context: dg.OutputContext) -> OpOutput:
+    """The op output a context writes (or an input reads): its step and output name."""
+    try:
+        step = context.step_key
+    except dg.DagsterInvariantViolationError:  # build_output_context(name=...) without a step
+        step = None
+    return OpOutput.of_step(step, str(context.name))
+
+
 def _output_key(context: dg.OutputContext) -> tuple[list[str], str, str]:
     """The key an output's table is resolved from (the asset key, or for an op output its name:
     ``<schema>.<output name>``, as dagster-duckdb), what it is (``asset`` / ``op output``) and its
@@ -298,8 +320,4 @@ def _output_key(context: dg.OutputContext) -> tuple[list[str], str, str]:
     if context.has_asset_key:
         return list(context.asset_key.path), "asset", context.asset_key.to_user_string()
     table = str((context.definition_metadata or {}).get("table") or context.name)  # DbIOManager's op-output key
-    try:
-        step = context.step_key
-    except dg.DagsterInvariantViolationError:  # build_output_context(name=...) without a step
-        step = None
-    return [table], "op output", f"{step}.{context.name}" if step else str(context.name)
+    return [table], "op output", _op_output(context).label

@@ -13,6 +13,7 @@ from pydantic import Field
 
 import srdp
 from srdp.dagster.config_parameter import SrdpConfigFile
+from srdp.dagster.secret_hint import with_secrets_hint
 from srdp.lake.session import create_secret
 
 __all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SecretStatementError", "SrdpResource"]
@@ -46,6 +47,7 @@ class SrdpResource(dg.ConfigurableResource, SrdpConfigFile):
     #: ``connection_config``): ``{"arrow_large_buffer_size": True, "threads": 2}``.
     connection_config: dict[str, Any] = Field(default_factory=dict)
 
+    @with_secrets_hint
     def connect(self, catalogs: Sequence[str] | None = None, role: str = "writer") -> duckdb.DuckDBPyConnection:
         """A new connection with the secrets created and ``catalogs`` (default: every catalog of
         the file) attached as ``role``."""

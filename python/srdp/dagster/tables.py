@@ -14,6 +14,9 @@ Table resolution, first match wins (the table is the asset key's last part, or a
    or more is refused: nothing says which of its parts is the catalog (a team prefix? a catalog?),
    and srdp does not guess where a write goes; ``dagster/table_name`` names such an asset's table;
 4. the IO manager's ``schema`` setting, for a one-part key or an op output.
+
+An op output's key is its ``table`` metadata or its output name; its refusals name it as an op
+output, with its step and output name (:class:`srdp.dagster.op_outputs.OpOutput`).
 """
 
 from __future__ import annotations
@@ -50,8 +53,11 @@ def resolve_table(
     asset_key: Sequence[str],
     metadata: Mapping[str, Any],
     default_schema: str | None,
+    op_output: str | None = None,
 ) -> TableRef:
-    """The table an asset (or op output) reads and writes (see the module doc for the order)."""
+    """The table an asset (or op output) reads and writes (see the module doc for the order).
+    ``op_output``: what an op output is called in refusals (``op output 'result' of step
+    'load'``); None for an asset."""
     named = metadata.get(TABLE_NAME_KEY)
     schema = metadata.get(SCHEMA_KEY)
     path = list(asset_key)
@@ -70,7 +76,7 @@ def resolve_table(
             )
         if schema is not None and str(schema) != parts[0]:
             raise IOManagerError(
-                f"asset {'/'.join(path)!r}: metadata 'schema' ({str(schema)!r}) and 'dagster/table_name' "
+                f"{op_output or 'asset ' + repr('/'.join(path))}: metadata 'schema' ({str(schema)!r}) and 'dagster/table_name' "
                 f"({str(named)!r}) name different schemas; give one of them"
             )
         return TableRef(catalog, parts[0], parts[1])
@@ -93,6 +99,11 @@ def resolve_table(
         return TableRef(catalog, str(schema), path[-1])
     if len(path) > 1:
         return TableRef(catalog, path[-2], path[-1])
+    if not default_schema and op_output is not None:
+        raise IOManagerError(
+            f"{op_output} has no schema: give it a 'schema' or 'dagster/table_name' metadata entry "
+            "(dg.Out(metadata={'schema': 'analytics'})), or set schema= on SrdpIOManager"
+        )
     if not default_schema:
         raise IOManagerError(
             f"asset {path[0]!r} has a one-part key: give it a key prefix (key_prefix=['analytics']), "

@@ -54,6 +54,7 @@ __all__ = [
     "env_prefix",
     "extension_not_found",
     "render_profile",
+    "secret_variables",
     "secrets_block",
 ]
 
@@ -184,6 +185,21 @@ def env_prefix(name: str) -> str:
     """The environment variable prefix of a secret name: upper case, runs of other characters as
     ``_`` (``lake_writer`` -> ``LAKE_WRITER``)."""
     return re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_") or "SRDP"
+
+
+def secret_variables(config: Path, catalog: str) -> dict[str, list[str]]:
+    """The environment variables without a default that the profile's ``secrets:`` block reads
+    for ``catalog`` of ``config``, per DuckDB secret it creates (empty when it needs none)."""
+    with config.open("rb") as f:
+        definition = tomllib.load(f).get("catalogs", {}).get(catalog, {})
+    writer_secret = definition.get("writer_secret")
+    prefix = env_prefix(writer_secret) if writer_secret else f"{env_prefix(catalog)}_WRITER"
+    found: dict[str, list[str]] = {}
+    if writer_secret:
+        found[str(writer_secret)] = [f"{prefix}_USER", f"DBT_ENV_SECRET_{prefix}_PASSWORD"]
+    if _data_path(config, catalog).startswith("s3://"):
+        found[f"{prefix.lower()}_s3"] = [f"{prefix}_S3_KEY_ID", f"DBT_ENV_SECRET_{prefix}_S3_SECRET"]
+    return found
 
 
 def secrets_block(config: Path, catalog: str) -> str:

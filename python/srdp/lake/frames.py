@@ -106,9 +106,9 @@ def load_as(annotation: Any, relation: duckdb.DuckDBPyRelation) -> Any:
 
 def load_empty(annotation: Any, session: LakeSession, table: TableRef, columns: list[str] | None) -> Any:
     """An empty input of the annotated type: the table's columns (``columns`` of them) with no
-    rows, or no columns when the table does not exist yet."""
-    session.attach("reader")
-    if session.columns(table) is not None:
+    rows, or no columns when the table does not exist yet (nor the lake: a brand-new project's
+    first partition of a self-dependent asset, which the writer's attach of its output creates)."""
+    if session.attach_existing("reader") and session.columns(table) is not None:
         return load_as(annotation, session.relation(table, columns, Slice("false"), None))
     empty = pa.table({})
     name = f"{getattr(annotation, '__module__', '')}.{getattr(annotation, '__qualname__', '')}"

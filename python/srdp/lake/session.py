@@ -199,6 +199,17 @@ class LakeSession:
             srdp.call(self.con, "srdp_attach_catalog", self.catalog, role=role, refresh=refresh or None)
             self.role = role
 
+    def attach_existing(self, role: str) -> bool:
+        """:meth:`attach`, or ``False`` when the reader finds that the lake was never created
+        (a read of a brand-new lake: there is nothing to read, and a reader never creates it)."""
+        try:
+            self.attach(role)
+        except duckdb.Error as error:
+            if role == "reader" and srdp.no_lake_yet(str(error)):
+                return False
+            raise
+        return True
+
     def _backend(self) -> str:
         """The catalog's backend (duckdb, sqlite, postgres) from its definition."""
         rows = srdp.call(self.con, "srdp_catalogs")

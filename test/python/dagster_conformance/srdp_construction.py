@@ -2,8 +2,10 @@
 and read back with instead of ``duckdb.connect(database=...)``: an ``SrdpIOManager`` over a lake
 whose every schema the suites use is owned by ``io_manager``, and an srdp connection to it.
 
-One lake per test directory (``tmp_path``), created on first use; SQLite metadata, so the IO
-manager's connection and the read-back connection may be open together. dagster-duckdb's default
+One lake per test directory (``tmp_path``), created by its first writer, as dagster-duckdb's
+database file is created by its first connection: a test's first read (the first partition of a
+self-dependent asset) finds no lake yet. SQLite metadata, so the IO manager's connection and the
+read-back connection may be open together. dagster-duckdb's default
 schema is ``public``, so the manager is given ``schema="public"`` unless the test names one.
 """
 
@@ -35,18 +37,13 @@ CATALOG = "lake"
 
 
 def lake_config(tmp_path: str | os.PathLike[str]) -> str:
-    """The srdp.toml of the test's lake, written (and the lake created) on first use."""
+    """The srdp.toml of the test's lake, written on first use (the lake is not created: its
+    first writer creates it)."""
     directory = Path(tmp_path) / "srdp_lake"
     cfg = directory / "srdp.toml"
     if not cfg.exists():
         directory.mkdir(parents=True, exist_ok=True)
         write_config(directory, CONFIG)
-        con = srdp.connect(config=str(cfg))
-        try:
-            con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
-            con.execute("DETACH lake")
-        finally:
-            con.close()
     return str(cfg)
 
 

@@ -15,9 +15,10 @@ extension make those decisions (``srdp_dlt_destination``, which applies
 
 A rule that ``srdp.toml`` relaxes (``[rules] raw_append_only = false``) lets the load through
 and logs one warning per relaxed rule on every load (logger ``srdp.ingest.dlt``; in Dagster,
-``context.log``). Dagster assets over dagster-dlt live in :mod:`srdp.dagster.dlt_assets`
-(``srdp_dlt_assets``, ``SrdpDltTranslator``); they are also reachable here, imported on first
-use, so importing this package never imports Dagster.
+``context.log``). Dagster assets over dagster-dlt are ``srdp.dagster``'s: ``from srdp.dagster
+import srdp_dlt_assets, SrdpDltTranslator`` (this package never imports Dagster). Their old
+spelling here, ``srdp.ingest.dlt.srdp_dlt_assets``, still works in this release with a
+DeprecationWarning, and goes in the next.
 
 A PostgreSQL catalog needs the writer role's password, which srdp.toml never holds (srdp itself
 reads it from a DuckDB secret, and DuckDB secrets do not reveal it): pass it to the helper, which
@@ -52,15 +53,12 @@ import os
 
 os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
 
-from typing import TYPE_CHECKING, Any  # noqa: E402  (telemetry must be off before dlt is imported)
+import warnings  # noqa: E402  (telemetry must be off before dlt is imported)
+from typing import Any  # noqa: E402
 
 from srdp.ingest.dlt.errors import SrdpDltError, SrdpDltLoadError, SrdpDltValidationError  # noqa: E402
 from srdp.ingest.dlt.guard import check_not_filesystem  # noqa: E402
 from srdp.ingest.dlt.destination import DestinationOptions, DltDestination, destination, pipeline, run  # noqa: E402
-
-if TYPE_CHECKING:
-    from srdp.dagster.dlt_assets import SrdpDltTranslator as SrdpDltTranslator
-    from srdp.dagster.dlt_assets import srdp_dlt_assets as srdp_dlt_assets
 
 __all__ = [
     "DestinationOptions",
@@ -68,25 +66,27 @@ __all__ = [
     "SrdpDltError",
     "SrdpDltLoadError",
     "SrdpDltValidationError",
-    "SrdpDltTranslator",
     "check_not_filesystem",
     "destination",
     "pipeline",
     "run",
-    "srdp_dlt_assets",
 ]
 
-#: Names that live in srdp.dagster.dlt_assets, imported (with Dagster) on first use only.
-_DAGSTER_NAMES = frozenset({"SrdpDltTranslator", "srdp_dlt_assets"})
+#: Names that moved to srdp.dagster (their one home); the old spelling here is deprecated.
+MOVED_TO_DAGSTER = frozenset({"SrdpDltTranslator", "srdp_dlt_assets"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _DAGSTER_NAMES:
-        from srdp.dagster import dlt_assets
+    if name in MOVED_TO_DAGSTER:
+        warnings.warn(
+            f"srdp.ingest.dlt.{name} is deprecated and will be removed in the next release: import it "
+            f"from srdp.dagster (from srdp.dagster import {name}); srdp.ingest.dlt is Dagster-free",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        # The deprecated spelling's import upward into Dagster, allowed by test_python_layout's
+        # DEPRECATED_UPWARD_IMPORTS until it goes in the next release.
+        import srdp.dagster
 
-        return getattr(dlt_assets, name)
+        return getattr(srdp.dagster, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _DAGSTER_NAMES)

@@ -51,6 +51,12 @@ _PROBE = "__srdp_landing_probe"
 #: What to do about a landed file the promotion cannot read.
 _UNREADABLE_ADVICE = "replace or remove the file and rerun, or list the load in skip_loads"
 
+#: What to do about a load whose values dlt put in a variant column.
+_VARIANT_ADVICE = (
+    "fix the values at the source and re-deliver the load (replace its files in the landing zone and "
+    "rerun), or list the load in skip_loads"
+)
+
 
 @dataclass
 class Outcome:
@@ -299,7 +305,7 @@ def _variants(ref: TableRef, rows: pa.Table) -> list[str]:
         if match and rows.column(name).null_count < len(rows):
             problems.append(
                 f"{ref.name}: column {match['column']!r} has value(s) of type {match['kind']} that do not "
-                f"fit its type (dlt put them in variant column {name!r})"
+                f"fit its type (dlt put them in variant column {name!r}); {_VARIANT_ADVICE}"
             )
     return problems
 
