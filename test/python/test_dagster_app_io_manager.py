@@ -296,7 +296,7 @@ def test_a_dry_run_reports_the_plan_once_and_changes_nothing(tmp_path):
     lines, steps, summary = maintenance_report(instance, result.run_id)
     # The planned rows are the inlined rows, from srdp_compact's one plan.
     assert lines == [
-        f"srdp: lake.main.{t}: planned (dry run, nothing changed); {inlined} inlined rows to flush, "
+        f"srdp: lake.main.{t}: planned (dry run, nothing changed); {inlined} inlined rows to flush, 0 files with deletes to rewrite, "
         f"files {files}, {steps[f'lake__main__{t}']['duration_ms']} ms"
         for t, (files, inlined) in ((t, BEFORE[("main", t)]) for t in ("a", "b", "c"))
     ]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from srdp.dagster import maintenance as m
 
 
-def result(status: str, rows: int = 0, processed: int | None = None) -> dict:
-    return {"status": status, "rows_flushed": rows, "files_processed": processed}
+def result(status: str, rows: int = 0, processed: int | None = None, rewritten: int = 0) -> dict:
+    return {"status": status, "rows_flushed": rows, "files_processed": processed, "files_rewritten": rewritten}
 
 
 def test_no_idle_datasets_no_line() -> None:
@@ -43,13 +43,16 @@ def test_totals_count_rows_files_and_each_status_by_its_first_clause() -> None:
         result("compacted", 15, 4),
         result("flushed; 3 inline deletion markers written to a delete file", 8, None),
         result("compacted (bounded: 3 calls)", 0, 6),
+        result("compacted; 2 files with deletes rewritten (9 deleted rows left out)", 0, 0, 2),
         result("nothing to do"),
         result("skipped: auto_compact is false"),
     ]
     assert m.run_totals(results) == {
-        "datasets": 5,
+        "datasets": 6,
         "rows_flushed": 23,
+        "files_rewritten": 2,
         "files_merged": 10,
-        "by_status": {"compacted": 2, "flushed": 1, "nothing to do": 1, "skipped: auto_compact is false": 1},
+        "by_status": {"compacted": 3, "flushed": 1, "nothing to do": 1, "skipped: auto_compact is false": 1},
     }
     assert m.run_totals(results, dry_run=True)["rows_flushed"] == 0
+    assert m.run_totals(results, dry_run=True)["files_rewritten"] == 0

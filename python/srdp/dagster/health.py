@@ -11,7 +11,11 @@ one ``AssetObservation`` with numeric metadata that Dagster plots on the asset's
 ``srdp/live_data_files``                  live data files
 ``srdp/small_files``                      live files under the merge target size
 ``srdp/live_bytes``                       bytes of the live data files
-``srdp/rows_flushed``, ``srdp/files_merged``, ``srdp/duration_ms``   maintenance steps only
+``srdp/files_with_deletes``               live data files that carry deletes (the delete backlog)
+``srdp/deleted_rows``                     deleted rows those files still carry
+``srdp/deleted_share``                    deleted rows over the rows of the live data files
+``srdp/rows_flushed``, ``srdp/files_rewritten``, ``srdp/files_merged``, ``srdp/duration_ms``
+                                          maintenance steps only
 ========================================  ==================================================
 
 The monitor also evaluates two checks per dataset, both ``WARN`` and advisory (ADR 000: the
@@ -25,7 +29,9 @@ own assets, and one asset that fails skips only its own checks, never every asse
 
 One read per catalog is a fixed number of metadata queries whatever the number of datasets:
 ``srdp_inlined_row_count``, the target-size options, the live files per table, the snapshots that
-made inline deletion markers, and one count of those markers. The files under the merge target
+made inline deletion markers, one count of those markers per file, and the live delete files. A
+marker or delete file counts only against a live data file, as srdp's planner counts them (a
+marker left on a file a compaction retired is no backlog). The files under the merge target
 are counted as srdp's maintenance planner counts them: below the largest target size anyone
 configured (any option scope, the ``ducklake_target_file_size`` setting, DuckLake's 512 MiB).
 """
@@ -92,6 +98,15 @@ class DatasetHealth:
     live_data_files: int
     small_files: int
     live_bytes: int
+    #: Live data files that carry deletes, the deleted rows they carry, the rows they all hold.
+    files_with_deletes: int = 0
+    deleted_rows: int = 0
+    live_rows: int = 0
+
+    @property
+    def deleted_share(self) -> float:
+        """Deleted rows over the rows of the live data files (0 without files)."""
+        return self.deleted_rows / self.live_rows if self.live_rows else 0.0
 
     @property
     def name(self) -> str:
@@ -103,13 +118,16 @@ class DatasetHealth:
         """The physical-name asset key, ``lake/raw/orders``."""
         return dg.AssetKey([self.catalog, self.schema_name, self.table_name])
 
-    def metadata(self) -> dict[str, int]:
+    def metadata(self) -> dict[str, int | float]:
         return {
             "srdp/inlined_rows": self.inlined_rows,
             "srdp/inline_deletion_markers": self.inline_deletion_markers,
             "srdp/live_data_files": self.live_data_files,
             "srdp/small_files": self.small_files,
             "srdp/live_bytes": self.live_bytes,
+            "srdp/files_with_deletes": self.files_with_deletes,
+            "srdp/deleted_rows": self.deleted_rows,
+            "srdp/deleted_share": round(self.deleted_share, 6),
         }
 
 
@@ -147,37 +165,65 @@ def read_catalog_health(con: duckdb.DuckDBPyConnection, catalog: str) -> list[Da
     ).fetchall()
     target = merge_target(value for (value,) in targets)
     files = {
-        (schema, name): (table_id, int(n), int(size), int(small))
-        for schema, name, table_id, n, size, small in con.execute(
+        (schema, name): (table_id, int(n), int(size), int(small), int(rows))
+        for schema, name, table_id, n, size, small, rows in con.execute(
             f"SELECT s.schema_name, t.table_name, t.table_id, count(f.data_file_id), "
-            f"coalesce(sum(f.file_size_bytes), 0), count(f.data_file_id) FILTER (WHERE f.file_size_bytes < {target}) "
+            f"coalesce(sum(f.file_size_bytes), 0), count(f.data_file_id) FILTER (WHERE f.file_size_bytes < {target}), "
+            "coalesce(sum(f.record_count), 0) "
             f"FROM {table('ducklake_table')} t JOIN {table('ducklake_schema')} s ON s.schema_id = t.schema_id "
             f"LEFT JOIN {table('ducklake_data_file')} f ON f.table_id = t.table_id AND f.end_snapshot IS NULL "
             "WHERE t.end_snapshot IS NULL AND s.end_snapshot IS NULL GROUP BY ALL"
         ).fetchall()
     }
     markers = _inline_deletion_markers(con, table, {v[0] for v in files.values()})
+    backlog = _delete_backlog(con, table, markers)
     out = []
     for row in inlined:
-        table_id, n, size, small = files.get((row["schema_name"], row["table_name"]), (None, 0, 0, 0))
+        table_id, n, size, small, rows = files.get((row["schema_name"], row["table_name"]), (None, 0, 0, 0, 0))
+        per_file = backlog.get(table_id, {})
         out.append(
             DatasetHealth(
                 catalog=catalog,
                 schema_name=row["schema_name"],
                 table_name=row["table_name"],
                 inlined_rows=int(row["inlined_rows"]),
-                inline_deletion_markers=markers.get(table_id, 0),
+                inline_deletion_markers=sum(markers.get(table_id, {}).get(f, 0) for f in per_file),
                 live_data_files=n,
                 small_files=small,
                 live_bytes=size,
+                files_with_deletes=len(per_file),
+                deleted_rows=sum(per_file.values()),
+                live_rows=rows,
             )
         )
     return out
 
 
-def _inline_deletion_markers(con: duckdb.DuckDBPyConnection, table: Any, live: set[int]) -> dict[int, int]:
-    """Markers per table id: the ``ducklake_inlined_delete_<id>`` tables of the tables that
-    snapshots name with ``inlined_delete:<id>`` (a missing marker table holds none)."""
+def _delete_backlog(
+    con: duckdb.DuckDBPyConnection, table: Any, markers: Mapping[int, Mapping[int, int]]
+) -> dict[int, dict[int, int]]:
+    """Deleted rows per live data file that carries deletes, per table id: its live delete file's
+    count plus its inline deletion markers (``markers``: per table id, per file id)."""
+    marked = sorted({f for files in markers.values() for f in files})
+    also = f" OR d.data_file_id IN ({', '.join(map(str, marked))})" if marked else ""
+    rows = con.execute(
+        f"SELECT d.table_id, d.data_file_id, coalesce(max(x.delete_count), 0) FROM {table('ducklake_data_file')} d "
+        f"LEFT JOIN {table('ducklake_delete_file')} x ON x.data_file_id = d.data_file_id AND x.end_snapshot IS NULL "
+        f"WHERE d.end_snapshot IS NULL AND (x.data_file_id IS NOT NULL{also}) GROUP BY 1, 2"
+    ).fetchall()
+    out: dict[int, dict[int, int]] = {}
+    for table_id, file_id, deleted in rows:
+        total = int(deleted) + markers.get(table_id, {}).get(file_id, 0)
+        if total > 0:
+            out.setdefault(table_id, {})[file_id] = total
+    return out
+
+
+def _inline_deletion_markers(
+    con: duckdb.DuckDBPyConnection, table: Any, live: set[int]
+) -> dict[int, dict[int, int]]:
+    """Markers per table id, per file id: the ``ducklake_inlined_delete_<id>`` tables of the
+    tables that snapshots name with ``inlined_delete:<id>`` (a missing marker table holds none)."""
     changes = con.execute(
         f"SELECT changes_made FROM {table('ducklake_snapshot_changes')} WHERE changes_made LIKE '%inlined_delete:%'"
     ).fetchall()
@@ -186,18 +232,24 @@ def _inline_deletion_markers(con: duckdb.DuckDBPyConnection, table: Any, live: s
         return {}
 
     def count(id_: int) -> str:
-        return f"SELECT {id_}::BIGINT, count(*)::BIGINT FROM {table(f'ducklake_inlined_delete_{id_}')}"
+        return (
+            f"SELECT {id_}::BIGINT, file_id::BIGINT, count(*)::BIGINT "
+            f"FROM {table(f'ducklake_inlined_delete_{id_}')} GROUP BY file_id"
+        )
 
     try:
-        return dict(con.execute(" UNION ALL ".join(count(i) for i in ids)).fetchall())
+        rows = con.execute(" UNION ALL ".join(count(i) for i in ids)).fetchall()
     except duckdb.Error:  # some marker table does not exist (deletes of inlined rows make none)
-        out = {}
+        rows = []
         for i in ids:
             try:
-                out[i] = con.execute(count(i)).fetchone()[1]
+                rows += con.execute(count(i)).fetchall()
             except duckdb.CatalogException:
-                out[i] = 0
-        return out
+                pass
+    out: dict[int, dict[int, int]] = {}
+    for table_id, file_id, n in rows:
+        out.setdefault(int(table_id), {})[int(file_id)] = int(n)
+    return out
 
 
 def read_health(con: duckdb.DuckDBPyConnection, catalogs: Sequence[str]) -> list[DatasetHealth]:
@@ -215,6 +267,7 @@ def observation(
         metadata.update(
             {
                 "srdp/rows_flushed": int(step["rows_flushed"] or 0),
+                "srdp/files_rewritten": int(step.get("files_rewritten") or 0),
                 "srdp/files_merged": int(step["files_processed"] or 0),
                 "srdp/duration_ms": int(step["duration_ms"]),
                 "srdp/status": str(step["status"]),

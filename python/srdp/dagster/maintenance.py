@@ -1,7 +1,7 @@
 """The nightly dataset maintenance: job ``srdp_dataset_maintenance`` and its schedule.
 
 One ``srdp_compact`` call per catalog (:func:`maintain_catalog`): srdp reads the catalog once,
-then flushes and merges the selected datasets one at a time, in (schema, table) order, calling
+then flushes, rewrites (files that carry deletes) and merges the selected datasets one at a time, in (schema, table) order, calling
 DuckLake only for the steps that may do something. Every step commits on its own and srdp
 retries transaction conflicts itself, so the job has no Dagster retry policy.
 
@@ -108,18 +108,20 @@ def _result(catalog: str, row: Mapping[str, Any], dry_run: bool) -> dict[str, An
         "files_after": row["files_after"],
         "files_processed": row["files_processed"],
         "files_created": row["files_created"],
+        "files_rewritten": int(row["files_rewritten"] or 0),
+        "deletes_applied": int(row["deletes_applied"] or 0),
         "attempts": int(row["attempts"]),
         "duration_ms": int(row["duration_ms"]),
-        "status": _step_status(row["status"], row["files_processed"], dry_run),
+        "status": _step_status(row["status"], (row["files_processed"] or 0) + (row["files_rewritten"] or 0), dry_run),
     }
 
 
-def _step_status(compact_status: str, files_processed: int | None, dry_run: bool) -> str:
+def _step_status(compact_status: str, files_compacted: int, dry_run: bool) -> str:
     """What the dataset's step did: ``srdp_compact`` says ``compacted`` when its flush wrote rows
-    or deletion markers and nothing was merged; the job says ``flushed`` then."""
-    if dry_run or files_processed:
+    or deletion markers and nothing was rewritten or merged; the job says ``flushed`` then."""
+    if dry_run or files_compacted:
         return compact_status  # planned / skipped; or compacted (with srdp's notes, if any)
-    if compact_status.startswith("compacted"):  # rows or deletion markers flushed, nothing merged
+    if compact_status.startswith("compacted"):  # rows or deletion markers flushed, nothing compacted
         return "flushed" + compact_status[len("compacted") :]
     return compact_status  # nothing to do / skipped: auto_compact is false
 
@@ -128,7 +130,7 @@ def _step_status(compact_status: str, files_processed: int | None, dry_run: bool
     name="srdp_maintain_datasets",
     out={"summary": dg.Out(dict, io_manager_key=NO_STORAGE_IO_MANAGER_KEY)},
     required_resource_keys={RESOURCE_KEY},
-    description="One srdp_compact per catalog: flush and merge each selected dataset, one at a time.",
+    description="One srdp_compact per catalog: flush, rewrite and merge each selected dataset, one at a time.",
     tags={"kind": "srdp"},
 )
 def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig) -> Iterator[Any]:
@@ -171,6 +173,7 @@ def maintain_datasets(context: dg.OpExecutionContext, config: MaintenanceConfig)
             "datasets": totals["datasets"],
             "dry_run": config.dry_run,
             "srdp/rows_flushed": totals["rows_flushed"],
+            "srdp/files_rewritten": totals["files_rewritten"],
             "srdp/files_merged": totals["files_merged"],
             "srdp/by_status": dg.MetadataValue.json(totals["by_status"]),
             "srdp/steps": dg.MetadataValue.json(stepped[:STEPS_IN_METADATA]),
@@ -209,9 +212,9 @@ def idle_lines(catalog: str, names: Sequence[str], dry_run: bool = False) -> lis
 
 
 def run_totals(results: Sequence[Mapping[str, Any]], dry_run: bool = False) -> dict[str, Any]:
-    """The run's totals: datasets, rows flushed (0 in a dry run), files merged and datasets per
-    status (the status's first clause: ``flushed; 3 inline deletion markers ...`` counts as
-    ``flushed``)."""
+    """The run's totals: datasets, rows flushed and files rewritten (0 in a dry run), files merged
+    and datasets per status (the status's first clause: ``flushed; 3 inline deletion markers ...``
+    counts as ``flushed``)."""
     by_status: dict[str, int] = {}
     for r in results:
         head = str(r["status"]).split(";")[0].split(" (")[0]
@@ -219,6 +222,7 @@ def run_totals(results: Sequence[Mapping[str, Any]], dry_run: bool = False) -> d
     return {
         "datasets": len(results),
         "rows_flushed": 0 if dry_run else sum(int(r["rows_flushed"]) for r in results),
+        "files_rewritten": 0 if dry_run else sum(int(r.get("files_rewritten") or 0) for r in results),
         "files_merged": sum(int(r["files_processed"] or 0) for r in results),
         "by_status": dict(sorted(by_status.items())),
     }
@@ -302,6 +306,7 @@ def _summary(qualified: str, result: Mapping[str, Any], dry_run: bool) -> str:
     if dry_run:
         return (
             f"{head} (dry run, nothing changed); {result['rows_flushed']} inlined rows to flush, "
+            f"{result['files_rewritten']} files with deletes to rewrite, "
             f"files {result['files_before']}, {result['duration_ms']} ms"
         )
     processed = result["files_processed"]
