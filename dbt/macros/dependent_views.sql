@@ -9,8 +9,10 @@
       The relations of the models materialized as `view` that select from `node`, directly or
       through other views and ephemeral models (what a CASCADE reaches; a table model in between
       stops it, as it does in PostgreSQL), in the node's database (one DuckDB transaction writes
-      one database), that exist as views in the catalog now. Read in the open transaction.
-      Views elsewhere, or built outside dbt, are left alone: they read the new seed when queried.
+      one database), that this invocation does not build (not in `selected_resources`) and that
+      exist as views in the catalog now. Read in the open transaction. A selected view is left
+      for its own node to replace (`dbt build --full-refresh`: a reader never finds it missing,
+      and it reads the new seed meanwhile); views elsewhere, or built outside dbt, are left alone.
 -#}
 
 {% macro srdp__dependent_views(node) -%}
@@ -24,22 +26,24 @@
   {%- set views = [] -%}
   {%- do srdp.srdp__collect_views(node.unique_id, children, [node.unique_id], views) -%}
   {%- set existing = [] -%}
-  {%- for view in views if (view.database | lower) == (node.database | lower)
-                         and srdp.srdp__existing_type(view) == 'view' -%}
+  {%- for unique_id, view in views if unique_id not in selected_resources
+                                    and (view.database | lower) == (node.database | lower)
+                                    and srdp.srdp__existing_type(view) == 'view' -%}
     {%- do existing.append(view) -%}
   {%- endfor -%}
   {{- return(existing) -}}
 {%- endmacro %}
 
 
-{#- Appends to `views` the view relations among the descendants of `unique_id` in `children`
-    (parent id -> view and ephemeral models), each once; `seen` holds the ids already visited. -#}
+{#- Appends to `views` a [unique id, relation] pair for each view model among the descendants of
+    `unique_id` in `children` (parent id -> view and ephemeral models), each once; `seen` holds
+    the ids already visited. -#}
 {% macro srdp__collect_views(unique_id, children, seen, views) -%}
   {%- for child in children.get(unique_id, []) if child.unique_id not in seen -%}
     {%- do seen.append(child.unique_id) -%}
     {%- if child.config.materialized == 'view' -%}
-      {%- do views.append(api.Relation.create(database=child.database, schema=child.schema,
-                                              identifier=child.alias, type='view')) -%}
+      {%- do views.append([child.unique_id, api.Relation.create(database=child.database, schema=child.schema,
+                                                                identifier=child.alias, type='view')]) -%}
     {%- endif -%}
     {%- do srdp.srdp__collect_views(child.unique_id, children, seen, views) -%}
   {%- endfor -%}

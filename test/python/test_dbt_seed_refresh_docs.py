@@ -10,13 +10,15 @@ One dbt session (dbt_session.py) on a project with two seeds and views built on 
 * ``sizes`` has ``+full_refresh: true`` in dbt_project.yml and one view (``sizes_v``);
 * ``merged``, an incremental model on colors with merge_clauses of one update, a ``do_nothing``
   and two inserts (the most one DuckLake MERGE may do);
-* ``doc_t`` (table) and ``doc_v`` (view) have ``persist_docs: {relation: true, columns: true}``
-  and documented columns.
+* ``doc_t`` (table), ``doc_v`` (view), ``merged`` and the seed ``sizes`` have ``persist_docs:
+  {relation: true, columns: true}`` and documented columns.
 
 Steps: seed, run, ``seed --full-refresh`` of colors with a new CSV (twice), a plain ``seed`` of
-sizes (twice), run (twice). Each full refresh drops exactly the views a PostgreSQL CASCADE would (colors_v,
-colors_vv, eph_v; sizes_v with the plain seed), in the seed's own DuckLake snapshot, and the
-next run rebuilds them over the new rows. Comments are read back from DuckDB's catalog.
+sizes (twice), run, ``build --full-refresh --select colors colors_v`` with a new CSV, run. Each
+full refresh drops exactly the views a PostgreSQL CASCADE would (colors_v, colors_vv, eph_v;
+sizes_v with the plain seed) but those the same invocation rebuilds (colors_v in the build), in
+the seed's own DuckLake snapshot, and the next run rebuilds them over the new rows. Comments are
+read back from DuckDB's catalog.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ seeds:
   sr:
     sizes:
       +full_refresh: true
+      +persist_docs: {relation: true, columns: true}
 """
 
 MODELS = {
@@ -98,6 +101,18 @@ models:
     columns:
       - name: id
         description: "id of doc_v"
+  - name: merged
+    description: "Merged colors"
+    config: {persist_docs: {relation: true, columns: true}}
+    columns:
+      - name: name
+        description: "name, merged"
+seeds:
+  - name: sizes
+    description: "Sizes seed"
+    columns:
+      - name: size
+        description: "a size"
 """
 
 #: Views a CASCADE from each seed reaches (table_v reads colors_t, a table: not reached).
@@ -160,6 +175,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         Step("sizes seed 1", ["seed", "--select", "sizes"]),
         Step("sizes seed 2", ["seed", "--select", "sizes"]),
         Step("run 2", ["run"]),
+        Step("build refresh", ["build", "--full-refresh", "--select", "colors", "colors_v"], files={colors: colors_csv(4)}),
         Step("run 3", ["run"]),
     ]
     catalog = cfg.parent / "lake" / "catalog.sqlite"
@@ -177,14 +193,14 @@ def lake(session: dict[str, Any]) -> dict[str, Any]:
     con = srdp.connect(config=session["cfg"])
     con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'reader')").fetchall()
     meta = '"__ducklake_metadata_lake".main'
-    views_at = {}
-    for label, result in steps.items():
-        views_at[label] = [r[0] for r in con.execute(
-            f"SELECT v.view_name FROM {meta}.ducklake_view v JOIN {meta}.ducklake_schema s USING (schema_id) "
-            "WHERE s.schema_name = 'curated' AND v.begin_snapshot <= ? AND (v.end_snapshot IS NULL OR v.end_snapshot > ?) "
-            "ORDER BY 1", [result.snapshot, result.snapshot]).fetchall()]
+    views_by_snapshot = {snapshot: [r[0] for r in con.execute(
+        f"SELECT v.view_name FROM {meta}.ducklake_view v JOIN {meta}.ducklake_schema s USING (schema_id) "
+        "WHERE s.schema_name = 'curated' AND v.begin_snapshot <= ? AND (v.end_snapshot IS NULL OR v.end_snapshot > ?) "
+        "ORDER BY 1", [snapshot, snapshot]).fetchall()] for snapshot in range(steps["run 3"].snapshot + 1)}
     read = {
-        "views_at": views_at,
+        "views_by_snapshot": views_by_snapshot,
+        "views_at": {label: views_by_snapshot[result.snapshot] for label, result in steps.items()
+                     if result.snapshot is not None},  # deps: no catalog yet
         "colors_at": {label: sorted(con.execute(
             f"SELECT id, name FROM lake.curated.colors AT (VERSION => {steps[label].snapshot})").fetchall())
             for label in ("run 1", "full refresh 1", "full refresh 2")},
@@ -198,6 +214,10 @@ def lake(session: dict[str, Any]) -> dict[str, Any]:
         "sizes_v": sorted(con.execute("SELECT * FROM lake.curated.sizes_v").fetchall()),
         "table_comment": con.execute(
             "SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' AND table_name = 'doc_t'").fetchall(),
+        "comments": sorted(con.execute(
+            "SELECT table_name, NULL, comment FROM duckdb_tables() WHERE database_name = 'lake' AND table_name IN ('merged', 'sizes') "
+            "UNION ALL SELECT table_name, column_name, comment FROM duckdb_columns() "
+            "WHERE database_name = 'lake' AND table_name IN ('merged', 'sizes')").fetchall(), key=str),
         "table_columns": con.execute(
             "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = 'lake' AND table_name = 'doc_t' "
             "ORDER BY column_index").fetchall(),
@@ -226,6 +246,7 @@ def test_every_step_succeeds_with_each_node_built(session: dict[str, Any]) -> No
         assert "Done. PASS=10 WARN=0 ERROR=0 SKIP=0 NO-OP=0 TOTAL=10" in step(session, label).text, step(session, label).text
     for label in ("full refresh 1", "full refresh 2", "sizes seed 1", "sizes seed 2"):
         assert "Done. PASS=1 WARN=0 ERROR=0 SKIP=0 NO-OP=0 TOTAL=1" in step(session, label).text
+    assert "Done. PASS=2 WARN=0 ERROR=0 SKIP=0 NO-OP=0 TOTAL=2" in step(session, "build refresh").text
 
 
 def test_a_seed_full_refresh_drops_the_views_built_on_it_in_the_seeds_snapshot(
@@ -250,13 +271,26 @@ def test_a_second_full_refresh_with_the_views_gone_reloads_the_seed(session: dic
     assert "drops the view" not in step(session, "full refresh 2").text
 
 
+def test_a_view_the_same_invocation_rebuilds_is_never_missing(session: dict[str, Any], lake: dict[str, Any]) -> None:
+    """``dbt build --full-refresh --select colors colors_v``: colors_v (selected) is replaced by
+    its own node, never dropped; colors_vv and eph_v (not selected) are dropped with the seed."""
+    before, after = step(session, "run 2").snapshot, step(session, "build refresh").snapshot
+    assert after >= before + 2  # the seed's snapshot, then the view's
+    for snapshot in range(before, after + 1):
+        assert "colors_v" in lake["views_by_snapshot"][snapshot], (snapshot, lake["views_by_snapshot"][snapshot])
+    assert lake["views_at"]["build refresh"] == [v for v in ALL_VIEWS if v not in ("colors_vv", "eph_v")]
+    text = step(session, "build refresh").text
+    assert 'drops the view "lake"."curated"."colors_vv"' in text and 'drops the view "lake"."curated"."eph_v"' in text, text
+    assert 'drops the view "lake"."curated"."colors_v"' not in text, text
+
+
 def test_the_next_runs_rebuild_the_views_over_the_new_rows(session: dict[str, Any], lake: dict[str, Any]) -> None:
     assert lake["views_at"]["run 2"] == ALL_VIEWS
     assert lake["views_at"]["run 3"] == ALL_VIEWS
-    rows = [(i, f"color {i} v3") for i in range(1, 5)]
+    rows = [(i, f"color {i} v4") for i in range(1, 6)]
     assert lake["colors_v"] == rows
     assert lake["colors_t"] == rows
-    assert lake["colors_vv"] == [(i,) for i in range(1, 5)]
+    assert lake["colors_vv"] == [(i,) for i in range(1, 6)]
     assert lake["eph_v"] == sorted((name,) for _, name in rows)
     assert lake["sizes_v"] == [("M",), ("S",)]
 
@@ -280,16 +314,21 @@ def test_each_full_refresh_is_dbts_one_allowed_write(session: dict[str, Any], la
 def test_merge_clauses_with_one_update_do_nothing_and_two_inserts(lake: dict[str, Any]) -> None:
     merged = lake["merged_at"]
     assert merged["run 1"] == [(1, "color 1 v1"), (2, "color 2 v1")]
-    # Source: colors v3 (ids 1-4). id 1 matched: do nothing; 2 matched: update; 3: the insert by
-    # name; 4: the first insert (its condition holds), then, matched on run 3, updated.
+    # Run 2, source colors v3 (ids 1-4): id 1 matched: do nothing; 2 matched: update; 3: the insert
+    # by name; 4: the first insert (its condition holds). Run 3, v4 (ids 1-5): 4 matched: update.
     assert merged["run 2"] == [(1, "color 1 v1"), (2, "color 2 v3"), (3, "color 3 v3"), (4, "four")]
-    assert merged["run 3"] == [(1, "color 1 v1"), (2, "color 2 v3"), (3, "color 3 v3"), (4, "color 4 v3")]
+    assert merged["run 3"] == [(1, "color 1 v1"), *[(i, f"color {i} v4") for i in range(2, 6)]]
 
 
 def test_persist_docs_comments_tables_their_columns_and_views(session: dict[str, Any], lake: dict[str, Any]) -> None:
     assert lake["table_comment"] == [("Table's description, with 'quotes' and $dollars$",)]
     assert lake["table_columns"] == [("id", "id of doc_t"), ("label", "")]  # dbt-duckdb's empty comment
     assert lake["view_comment"] == [("View's description",)]
+    # An incremental model after two merges, a seed after two fully refreshed loads.
+    assert lake["comments"] == sorted([
+        ("merged", None, "Merged colors"), ("merged", "id", None), ("merged", "name", "name, merged"),
+        ("sizes", None, "Sizes seed"), ("sizes", "size", "a size"),
+    ], key=str)
 
 
 def test_a_views_column_descriptions_are_a_warning_not_a_failed_model(session: dict[str, Any], lake: dict[str, Any]) -> None:
