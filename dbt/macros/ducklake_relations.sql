@@ -24,7 +24,8 @@
   * `drop_relation` drops without CASCADE (DuckLake has no dependencies to cascade to: a view
     is SQL text bound when read). Dropping the backup after the commit finds nothing to drop
     and writes no snapshot.
-  * `reset_csv_table` (a seed's `--full-refresh`): the drop of the old seed table, its
+  * `reset_csv_table` (a seed's `--full-refresh`, or `+full_refresh: true`): the drop of the
+    views dbt built on the seed (dependent_views.sql), the drop of the old seed table, its
     re-creation and the load of the CSV commit together (dbt-core drops the table outside the
     transaction first, so a failing load lost the seed).
 
@@ -90,6 +91,12 @@
 {#- `view` or `table`: what `relation` is in the catalog (its `type` may be what dbt is about to
     build), read in the open transaction; `relation.type` when it does not exist. -#}
 {% macro srdp__relation_type(relation) -%}
+  {{- return(srdp.srdp__existing_type(relation) or relation.type) -}}
+{%- endmacro %}
+
+
+{#- `view`, `table`, or none when `relation` does not exist: read in the open transaction. -#}
+{% macro srdp__existing_type(relation) -%}
   {%- call statement('srdp_relation_type', fetch_result=True) -%}
     select table_type from information_schema.tables
     where table_catalog = {{ srdp.srdp_sql_string(relation.database) }}
@@ -98,7 +105,7 @@
   {%- endcall -%}
   {%- set rows = load_result('srdp_relation_type').table.rows -%}
   {%- if rows | length == 0 -%}
-    {{- return(relation.type) -}}
+    {{- return(none) -}}
   {%- endif -%}
   {{- return('view' if rows[0][0] == 'VIEW' else 'table') -}}
 {%- endmacro %}
@@ -107,8 +114,10 @@
 {% macro duckdb__reset_csv_table(model, full_refresh, old_relation, agate_table) -%}
   {%- do srdp.srdp__begin_write() -%}
   {%- if full_refresh and srdp.srdp__is_ducklake(old_relation) -%}
-    {#- Open the seed's transaction before the drop, so that the drop, the create and the load
-        (both of which the seed materialization runs in this transaction) commit together. -#}
+    {#- Open the seed's transaction before the drop, so that the drops, the create and the load
+        (both of which the seed materialization runs in this transaction) commit together. The
+        views dbt built on the seed go first (dependent_views.sql: PostgreSQL's CASCADE). -#}
+    {%- do srdp.srdp__drop_dependent_views(model) -%}
     {%- call statement('drop_relation') -%}
       {{ srdp.srdp__drop_sql(old_relation) }}
     {%- endcall -%}

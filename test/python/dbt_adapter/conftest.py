@@ -14,15 +14,20 @@ gives them what the README's dbt section tells a user to do, and nothing else:
 * no ``database:``, no hooks, no pre-hooks.
 
 dbt-duckdb's own markers decide what is skipped, with this run's settings: the ``memory`` profile
-and the ``ducklake`` database type (as dbt-duckdb's DuckLake CI job). Tests that fail on any
-DuckLake for an engine limit are strict xfails naming the limit (:data:`ENGINE_LIMITS`).
+and the ``ducklake`` database type (as dbt-duckdb's DuckLake CI job), except its
+``skip_database_type("ducklake")`` markers: those 36 tests run too. Each either passes (srdp's
+macros do what DuckLake can: a seed's full refresh, comments) or fails on a limit of DuckLake 1.0
+itself and is a strict xfail whose reason quotes DuckLake's error (:data:`ENGINE_LIMITS`,
+``ducklake_limits.py``).
 
 dbt's fixtures are imported into this folder's conftest only (not a ``pytest_plugins`` entry),
 so no other test sees them.
 
 For comparison, ``SRDP_DBT_SUITE_TARGET=by-hand`` runs the same classes on a DuckLake attached by
 hand in dbt-duckdb's profile (``attach:`` of ``ducklake:sqlite:...`` as ``lake``, the target
-database), without srdp, its package or its dispatch entry (the issue's middle column).
+database), without srdp, its package or its dispatch entry (the issue's middle column), and
+``SRDP_DBT_SUITE_TARGET=duckdb-file`` on a DuckDB database file with dbt-duckdb's file-profile
+markers (the issue's last column).
 """
 
 from __future__ import annotations
@@ -39,26 +44,58 @@ from dbt.tests.fixtures.project import write_file
 
 from srdp.dbt.profile import render_profile
 
+from .ducklake_limits import LIMITS, Limit
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 
-#: This run's settings for dbt-duckdb's skip markers (its DuckLake CI job: --profile memory
-#: --database-type ducklake).
-PROFILE_TYPE = "memory"
-DATABASE_TYPE = "ducklake"
-
-#: ``srdp`` (default): the documented srdp set-up; ``by-hand``: dbt-duckdb's own DuckLake attach.
+#: ``srdp`` (default): the documented srdp set-up; ``by-hand``: dbt-duckdb's own DuckLake attach;
+#: ``duckdb-file``: dbt-duckdb on a DuckDB database file (no lake).
 TARGET = os.environ.get("SRDP_DBT_SUITE_TARGET", "srdp")
+
+#: This run's settings for dbt-duckdb's skip markers: on a lake, its DuckLake CI job's
+#: (--profile memory --database-type ducklake); on a file, its file job's (--profile file).
+PROFILE_TYPE = "file" if TARGET == "duckdb-file" else "memory"
+DATABASE_TYPE = "duckdb" if TARGET == "duckdb-file" else "ducklake"
 
 _DISPATCH = {"macro_namespace": "dbt", "search_order": ["test", "srdp", "dbt"]}
 
-#: Tests that fail on every DuckLake (attached by hand too) for a limit of the DuckLake engine:
-#: node id suffix -> the limit. They are strict xfails: one that passes fails the suite.
-ENGINE_LIMITS: dict[str, str] = {
-    "test_added_classes.py::TestBasicSeedTestsDuckDB::test_simple_seed_full_refresh_flag":
-        "no DROP ... CASCADE: a seed's --full-refresh leaves the views that read it (the test expects PostgreSQL's cascade)",
-    "test_added_classes.py::TestSeedConfigFullRefreshOnDuckDB::test_simple_seed_full_refresh_config":
-        "no DROP ... CASCADE: a seed's --full-refresh leaves the views that read it (the test expects PostgreSQL's cascade)",
+_CONSTRAINTS = "test_constraints.py::"
+_PRIMARY_KEY_TESTS = (
+    "TestTableConstraintsColumnsEqual::test__constraints_wrong_column_order",
+    "TestIncrementalConstraintsColumnsEqual::test__constraints_wrong_column_order",
+    "TestTableConstraintsRuntimeDdlEnforcement::test__constraints_ddl",
+    "TestTableConstraintsRollback::test__constraints_enforcement_rollback",
+    "TestIncrementalConstraintsRuntimeDdlEnforcement::test__constraints_ddl",
+    "TestIncrementalConstraintsRollback::test__constraints_enforcement_rollback",
+    "TestModelConstraintsRuntimeEnforcement::test__model_constraints_ddl",
+    "TestForeignKeyRerun::test_rerun",
+    "TestForeignKeyRerun::test_rerun_with_threads",
+    "TestForeignKeyRerun::test_rerun_dependent_only",
+    "TestForeignKeyRerun::test_unselected_dependent_is_an_error",
+    "TestForeignKeyRerun::test_failed_child_rebuild_rolls_back",
+    "TestForeignKeyRerun::test_failed_child_rebuild_after_parent_preserves_dependents",
+    "TestForeignKeyRemoval::test_removing_foreign_key_does_not_leave_stale_reference",
+    "TestForeignKeySharedDependentFailure::test_later_parent_failure_preserves_shared_dependent",
+    "TestForeignKeyDependentWithoutRef::test_dependent_without_ref_is_an_error",
+    "TestForeignKeyIncrementalDependent::test_incremental_dependent",
+    "TestForeignKeyFailedRebuildWithoutTransactions::test_failed_rebuild_keeps_old_rows",
+)
+
+#: Tests that fail on every DuckLake (attached by hand too) for a limit of DuckLake 1.0 itself:
+#: node id suffix -> the limit (ducklake_limits.py: its statement and DuckLake's error, checked on
+#: plain DuckDB by test_dbt_ducklake_limits.py) and how the test fails on it. Each fails on that
+#: error in its first dbt command (a model with a primary_key constraint, a merge_clauses or
+#: merge_returning_columns config dbt-duckdb refuses for a lake: "dbt exit state did not match
+#: expected"), or, for a view's column comment, at the one assertion that reads it (the comment is
+#: None; the view builds and the table's and view's own comments pass). On a lake they run as
+#: strict xfails with that exception, whose reason quotes DuckLake's error: one that passes, or
+#: fails otherwise, fails the suite.
+ENGINE_LIMITS: dict[str, tuple[Limit, type[BaseException]]] = {
+    **{_CONSTRAINTS + test: (LIMITS["primary_key"], AssertionError) for test in _PRIMARY_KEY_TESTS},
+    "test_incremental.py::TestIncrementalMerge::test_merge_with_returning": (LIMITS["merge_returning"], AssertionError),
+    "test_incremental.py::TestIncrementalMerge::test_merge_custom_clauses": (LIMITS["merge_actions"], AssertionError),
+    "test_persist_docs.py::TestPersistDocs::test_has_comments_pglike": (LIMITS["view_column_comment"], AttributeError),
 }
 
 
@@ -72,13 +109,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if HERE not in item.path.parents:
             continue  # this hook sees the whole session: only this folder's items
         for name, value in (("skip_profile", PROFILE_TYPE), ("skip_database_type", DATABASE_TYPE)):
+            if (name, value) == ("skip_database_type", "ducklake"):
+                continue  # run on the lake: each passes, or is a strict xfail in ENGINE_LIMITS
             for marker in item.iter_markers(name):
                 if value in marker.args:
                     item.add_marker(pytest.mark.skip(reason=marker.kwargs.get("reason", f"dbt-duckdb skips it on {value}")))
                     break
-        for suffix, limit in ENGINE_LIMITS.items():
-            if item.nodeid.endswith(suffix):
-                item.add_marker(pytest.mark.xfail(reason=f"DuckLake engine limit: {limit}", strict=True))
+        for suffix, (limit, raises) in ENGINE_LIMITS.items():
+            if DATABASE_TYPE == "ducklake" and item.nodeid.endswith(suffix):
+                reason = f"DuckLake 1.0 limit ({limit.what}): `{limit.error}`"
+                item.add_marker(pytest.mark.xfail(reason=reason, raises=raises, strict=True))
 
 
 @pytest.fixture(scope="session")
@@ -136,6 +176,8 @@ def dbt_profile_target(unique_schema: str, tmp_path_factory: pytest.TempPathFact
     root = tmp_path_factory.mktemp("srdp_lake")
     if TARGET == "by-hand":
         return _by_hand_target(root)
+    if TARGET == "duckdb-file":
+        return _duckdb_file_target(root)
     # One pattern: the unique schema and what dbt's tests derive from it (custom schemas, stored
     # failures in <schema>_dbt_test__audit, which dbt's store-failures test cuts to 63 characters).
     schemas = f'\n[catalogs.lake.schemas."{unique_schema}*"]\nwriter = "dbt"\nlayer = "curated"\n'
@@ -144,6 +186,14 @@ def dbt_profile_target(unique_schema: str, tmp_path_factory: pytest.TempPathFact
     profile = yaml.safe_load(render_profile(config, profile="test", target="default", schema=unique_schema))
     target: dict[str, Any] = profile["test"]["outputs"]["default"]
     return target
+
+
+def _duckdb_file_target(root: Path) -> dict[str, Any]:
+    """dbt-duckdb's profile on a DuckDB database file (no DuckLake, no srdp)."""
+    import srdp
+
+    return {"type": "duckdb", "path": str(root / "dbt.duckdb"), "threads": 1,
+            "config_options": dict(srdp.duckdb_config())}
 
 
 def _by_hand_target(root: Path) -> dict[str, Any]:
