@@ -105,6 +105,39 @@ class Lake:
                 out[by_id[table_id]] += n
         return out
 
+    def delete_backlog(self) -> dict[Dataset, tuple[int, int, int]]:
+        """Live dataset -> (live data files that carry deletes, deleted rows they carry, rows of
+        all its live data files): each live file's live delete file's count plus the rows of its
+        inline deletion markers table that name it."""
+        by_id = {table_id: key for key, table_id in self.datasets().items()}
+        deleted: dict[int, int] = {}
+        rows = dict.fromkeys(by_id.values(), 0)
+        for table_id, file_id, n, delete_count in self.rows(
+            f"SELECT f.table_id, f.data_file_id, f.record_count, coalesce(x.delete_count, 0) "
+            f"FROM {self.table('ducklake_data_file')} f LEFT JOIN {self.table('ducklake_delete_file')} x "
+            "ON x.data_file_id = f.data_file_id AND x.end_snapshot IS NULL WHERE f.end_snapshot IS NULL"
+        ):
+            if table_id not in by_id:
+                continue
+            rows[by_id[table_id]] += n
+            deleted[file_id] = deleted.get(file_id, 0) + delete_count
+            try:
+                (marks,) = self.rows(
+                    f"SELECT count(*) FROM {self.table(f'ducklake_inlined_delete_{table_id}')} WHERE file_id = ?",
+                    [file_id],
+                )[0]
+            except Exception:  # no small delete ever hit the table: no marker table
+                marks = 0
+            deleted[file_id] += marks
+        out = {key: (0, 0, rows[key]) for key in by_id.values()}
+        for table_id, file_id in self.rows(
+            f"SELECT table_id, data_file_id FROM {self.table('ducklake_data_file')} WHERE end_snapshot IS NULL"
+        ):
+            if table_id in by_id and deleted.get(file_id, 0) > 0:
+                files, total, n = out[by_id[table_id]]
+                out[by_id[table_id]] = (files + 1, total + deleted[file_id], n)
+        return out
+
     def state(self) -> dict[Dataset, tuple[int, int]]:
         """Live dataset -> (live data files, inlined rows)."""
         files, inlined = self.file_counts(), self.inlined_rows()

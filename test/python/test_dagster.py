@@ -149,6 +149,8 @@ def test_maintenance_job_flushes_and_compacts_every_dataset_and_keeps_the_rows(t
             "files_after": 1,
             "files_processed": files + 1,  # the Parquet files + the one the flush wrote
             "files_created": 1,
+            "files_rewritten": 0,
+            "deletes_applied": 0,
             "attempts": 1,
             "duration_ms": out[f"lake__{schema}__{table}"]["duration_ms"],
             "status": "compacted",

@@ -74,6 +74,7 @@ def counted(cfg: Path) -> dict[dg.AssetKey, dict[str, int]]:
         con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
         lake = Lake(con)
         files, inlined, ids = lake.live_files(), lake.inlined_rows(), lake.datasets()
+        backlog = lake.delete_backlog()
         out = {}
         for (schema, table), paths in files.items():
             try:
@@ -88,6 +89,10 @@ def counted(cfg: Path) -> dict[dg.AssetKey, dict[str, int]]:
                 "srdp/live_data_files": len(paths),
                 "srdp/small_files": len(paths),
                 "srdp/live_bytes": sum(os.path.getsize(p) for p in paths),
+                "srdp/files_with_deletes": backlog[(schema, table)][0],
+                "srdp/deleted_rows": backlog[(schema, table)][1],
+                "srdp/deleted_share": round(backlog[(schema, table)][1] / backlog[(schema, table)][2], 6)
+                if backlog[(schema, table)][2] else 0.0,
             }
         con.execute("DETACH lake")
         return out
@@ -189,13 +194,16 @@ def test_the_monitor_records_each_tables_health_and_checks_on_its_own_key(platfo
     meta = _output_metadata(result, "srdp_check_catalog_pressure", "result")
     bytes_total = sum(v["srdp/live_bytes"] for v in expected.values())
     assert meta["srdp/summary"] == (
-        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes |\n"
-        "|---:|---:|---:|---:|---:|---:|\n"
-        f"| 3 | 13 | 3 | 5 | 5 | {bytes_total} |\n"
+        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes "
+        "| files with deletes | deleted rows |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        f"| 3 | 13 | 3 | 5 | 5 | {bytes_total} | 3 | 3 |\n"
         "\nTop datasets by inlined rows:\n\n| dataset | inlined rows |\n|---|---:|\n"
         "| lake.main.loose | 8 |\n| lake.analytics.events | 5 |\n"
         "\nTop datasets by small files:\n\n| dataset | small files |\n|---|---:|\n"
-        "| lake.main.loose | 3 |\n| lake.analytics.events | 2 |"
+        "| lake.main.loose | 3 |\n| lake.analytics.events | 2 |\n"
+        "\nTop datasets by files with deletes:\n\n| dataset | files with deletes |\n|---|---:|\n"
+        "| lake.main.loose | 3 |"
     )
     # The catalog's pressure_warning_rows (12) and 100 small files are the defaults.
     again = run_monitor(platform)
@@ -233,26 +241,32 @@ def test_maintenance_observes_every_step_and_summarises_the_run(platform):
     result = defs.resolve_job_def(sd.MAINTENANCE_JOB).execute_in_process(instance=instance)
     assert result.success
     after = counted(cfg)
-    # events: its 2 files and the flushed one merged into 1. loose: its 3 files carry deletes now
-    # (the markers went to delete files), which DuckLake never merges: 3 + the flushed file.
-    assert {k: (v["srdp/live_data_files"], v["srdp/inlined_rows"], v["srdp/inline_deletion_markers"]) for k, v in after.items()} == {
-        KEYS["analytics.events"]: (1, 0, 0),
-        KEYS["main.loose"]: (4, 0, 0),
-        KEYS["main.empty"]: (0, 0, 0),
+    # events: its 2 files and the flushed one merged into 1. loose: the markers went to delete
+    # files, its 3 files were rewritten without the deleted rows into one, merged with the flushed
+    # file: one file, no deletes.
+    assert {k: (v["srdp/live_data_files"], v["srdp/inlined_rows"], v["srdp/inline_deletion_markers"],
+                v["srdp/files_with_deletes"]) for k, v in after.items()} == {
+        KEYS["analytics.events"]: (1, 0, 0, 0),
+        KEYS["main.loose"]: (1, 0, 0, 0),
+        KEYS["main.empty"]: (0, 0, 0, 0),
     }
+    assert before[KEYS["main.loose"]]["srdp/files_with_deletes"] == 3
+    assert before[KEYS["main.loose"]]["srdp/deleted_rows"] == 3
     got = observations(result)
     durations = {k: v.pop("srdp/duration_ms") for k, v in got.items()}
     assert all(isinstance(d, int) and d >= 0 for d in durations.values()), durations
     step = {
-        KEYS["analytics.events"]: (5, 3, "compacted"),
-        KEYS["main.loose"]: (8, 0, "flushed; 3 inline deletion markers written to a delete file"),
+        KEYS["analytics.events"]: (5, 0, 3, "compacted"),
+        KEYS["main.loose"]: (8, 3, 2, "compacted; 3 inline deletion markers written to a delete file; "
+                                       "3 files with deletes rewritten (3 deleted rows left out)"),
     }
     assert got == {
         key: {
             **after[key],
             "srdp/rows_flushed": step[key][0],
-            "srdp/files_merged": step[key][1],
-            "srdp/status": step[key][2],
+            "srdp/files_rewritten": step[key][1],
+            "srdp/files_merged": step[key][2],
+            "srdp/status": step[key][3],
         }
         for key in step
     }
@@ -260,16 +274,19 @@ def test_maintenance_observes_every_step_and_summarises_the_run(platform):
     assert {k: v[0] for k, v in step.items()} == {k: v["srdp/inlined_rows"] for k, v in before.items() if k in step}
     assert before[KEYS["main.empty"]]["srdp/inlined_rows"] == 0
     meta = _output_metadata(result, "srdp_maintain_datasets", "summary")
-    assert (meta["datasets"], meta["srdp/rows_flushed"], meta["srdp/files_merged"]) == (3, 13, 3)
-    assert meta["srdp/by_status"] == {"compacted": 1, "flushed": 1, "nothing to do": 1}
+    assert (meta["datasets"], meta["srdp/rows_flushed"], meta["srdp/files_rewritten"], meta["srdp/files_merged"]) == (
+        3, 13, 3, 5)
+    assert meta["srdp/by_status"] == {"compacted": 2, "nothing to do": 1}
     assert [(r["schema_name"], r["table_name"]) for r in meta["srdp/steps"]] == [("analytics", "events"), ("main", "loose")]
     assert meta["srdp/summary"] == (
-        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes |\n"
-        "|---:|---:|---:|---:|---:|---:|\n"
-        f"| 3 | 0 | 0 | 5 | 5 | {sum(v['srdp/live_bytes'] for v in after.values())} |\n"
+        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes "
+        "| files with deletes | deleted rows |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        f"| 3 | 0 | 0 | 2 | 2 | {sum(v['srdp/live_bytes'] for v in after.values())} | 0 | 0 |\n"
         "\nTop datasets by inlined rows:\n\n| dataset | inlined rows |\n|---|---:|\n| (none) | 0 |\n"
         "\nTop datasets by small files:\n\n| dataset | small files |\n|---|---:|\n"
-        "| lake.main.loose | 4 |\n| lake.analytics.events | 1 |"
+        "| lake.analytics.events | 1 |\n| lake.main.loose | 1 |\n"
+        "\nTop datasets by files with deletes:\n\n| dataset | files with deletes |\n|---|---:|\n| (none) | 0 |"
     )
 
 

@@ -36,7 +36,7 @@ def counted(config: Path) -> dict[dg.AssetKey, dict[str, int]]:
     try:
         con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
         lake = Lake(con)
-        files, inlined = lake.live_files(), lake.inlined_rows()
+        files, inlined, backlog = lake.live_files(), lake.inlined_rows(), lake.delete_backlog()
         out = {
             dg.AssetKey(["lake", schema, table]): {
                 "srdp/inlined_rows": inlined[(schema, table)],
@@ -44,6 +44,10 @@ def counted(config: Path) -> dict[dg.AssetKey, dict[str, int]]:
                 "srdp/live_data_files": len(paths),
                 "srdp/small_files": len(paths),
                 "srdp/live_bytes": sum(os.path.getsize(p) for p in paths),
+                "srdp/files_with_deletes": backlog[(schema, table)][0],
+                "srdp/deleted_rows": backlog[(schema, table)][1],
+                "srdp/deleted_share": round(backlog[(schema, table)][1] / backlog[(schema, table)][2], 6)
+                if backlog[(schema, table)][2] else 0.0,
             }
             for (schema, table), paths in files.items()
         }

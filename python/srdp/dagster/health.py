@@ -301,15 +301,22 @@ def check_evaluations(
 
 
 def summary_table(datasets: Sequence[DatasetHealth], top: int = 10) -> str:
-    """Markdown: the totals, then the ``top`` datasets by inlined rows and by small files."""
+    """Markdown: the totals, then the ``top`` datasets by inlined rows, by small files and by files
+    with deletes."""
     lines = [
-        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| datasets | inlined rows | inline deletion markers | live data files | small files | live bytes "
+        "| files with deletes | deleted rows |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| {len(datasets)} | {sum(d.inlined_rows for d in datasets)} "
         f"| {sum(d.inline_deletion_markers for d in datasets)} | {sum(d.live_data_files for d in datasets)} "
-        f"| {sum(d.small_files for d in datasets)} | {sum(d.live_bytes for d in datasets)} |",
+        f"| {sum(d.small_files for d in datasets)} | {sum(d.live_bytes for d in datasets)} "
+        f"| {sum(d.files_with_deletes for d in datasets)} | {sum(d.deleted_rows for d in datasets)} |",
     ]
-    for title, field in (("inlined rows", "inlined_rows"), ("small files", "small_files")):
+    for title, field in (
+        ("inlined rows", "inlined_rows"),
+        ("small files", "small_files"),
+        ("files with deletes", "files_with_deletes"),
+    ):
         ranked = sorted(
             (d for d in datasets if getattr(d, field) > 0), key=lambda d: (-getattr(d, field), d.name)
         )[:top]
