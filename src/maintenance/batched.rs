@@ -238,6 +238,7 @@ impl Lake<'_> {
                 "merge",
                 &message,
                 explicit,
+                "",
                 &statement,
                 LockUse::HoldUntilCommit,
                 done,

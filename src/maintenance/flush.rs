@@ -43,6 +43,7 @@ impl Lake<'_> {
             "flush",
             &message,
             explicit,
+            "",
             &statement,
             LockUse::ClearBeforeStatement,
             done,

@@ -4,12 +4,14 @@
 //! DuckLake 1.0 checks a rewrite or merge against deletes that wrote delete files, not against
 //! markers: a small delete that commits while a rewrite or merge of the same table is in flight
 //! keeps pointing at a file the compaction retired, and the deleted rows are back in the
-//! compaction's output. srdp reads the live files before its first compaction step of a dataset
-//! ([`LiveFiles`]) and, when another connection committed while it worked on the dataset
-//! ([`Lake::settle`] says whether one did), maps every marker on a file that was live before and
-//! is not live after back to a row id and deletes the rows that are still there, in a labelled
-//! step of its own. A marker the rewrite itself applied (committed between srdp's flush and its
-//! rewrite) names a row the rewrite already left out, so nothing is deleted twice.
+//! compaction's output. srdp maps every marker on a file that is no longer live back to a row id
+//! and deletes the rows that are still there, in a labelled step of its own: right after its own
+//! rewrite or merge of a dataset when another connection committed meanwhile ([`Lake::settle`]
+//! says whether one did; [`LiveFiles`] read before the first compaction step know the files a
+//! merge took away from the metadata), and before a dataset's steps when the planning read saw
+//! markers on retired files (a delete that committed after the last call's guard had looked).
+//! A row a marker names that is gone (a rewrite applied the marker, or the guard did before) is
+//! not deleted again; row ids are never reused, so a live row a marker names was lost.
 
 use super::{Lake, StepMode};
 use crate::error::{Result, SrdpError};
@@ -50,16 +52,12 @@ impl LiveFiles {
     }
 }
 
-/// The inline deletion markers `(file_id, position)` on files that were live `before` a
-/// compaction and are not live `after` it, by file: positions sorted and unique.
-pub fn retired_markers(
-    markers: &[(i64, i64)],
-    before: &LiveFiles,
-    after: &LiveFiles,
-) -> BTreeMap<i64, Vec<i64>> {
+/// The inline deletion markers `(file_id, position)` on files that are not live (`live`), by file:
+/// positions sorted and unique.
+pub fn retired_markers(markers: &[(i64, i64)], live: &LiveFiles) -> BTreeMap<i64, Vec<i64>> {
     let mut retired: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
     for (file, position) in markers {
-        if before.files.contains_key(file) && !after.files.contains_key(file) {
+        if !live.files.contains_key(file) {
             retired.entry(*file).or_default().insert(*position);
         }
     }
@@ -77,7 +75,17 @@ fn file_name(path: &str) -> &str {
 impl Lake<'_> {
     /// The live data files of `dataset` now.
     pub fn live_files(&self, dataset: &Dataset) -> Result<LiveFiles> {
-        let rows = self.read(&self.meta.live_file_row_starts(dataset.table_id), |r| {
+        self.file_refs(&self.meta.live_file_row_starts(dataset.table_id))
+    }
+
+    /// The data files `ids` of `dataset` the metadata still has, live or retired.
+    fn data_files(&self, dataset: &Dataset, ids: &[i64]) -> Result<LiveFiles> {
+        self.file_refs(&self.meta.data_files_by_id(dataset.table_id, ids))
+    }
+
+    /// The files a `data_file_id, row_id_start, path, begin_snapshot` query reads.
+    fn file_refs(&self, query: &str) -> Result<LiveFiles> {
+        let rows = self.read(query, |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 FileRef {
@@ -93,12 +101,13 @@ impl Lake<'_> {
     }
 
     /// Applies again the deletes a compaction of `dataset` lost (see the module documentation):
-    /// `before` are the live files before the dataset's first compaction step. Returns how many
-    /// rows were deleted again.
+    /// `before`, when known, are the live files before the dataset's first compaction step (a
+    /// merge's inputs leave the metadata; a rewrite's stay, and are read). Returns how many rows
+    /// were deleted again.
     pub fn reapply_lost_deletes(
         &self,
         dataset: &Dataset,
-        before: &LiveFiles,
+        before: Option<&LiveFiles>,
         done: &[String],
     ) -> Result<i64> {
         let markers = match self.read(&self.meta.inline_deletions(dataset.table_id), |r| {
@@ -115,17 +124,33 @@ impl Lake<'_> {
             return Ok(0);
         }
         let after = self.live_files(dataset)?;
-        let retired = retired_markers(&markers, before, &after);
+        let retired = retired_markers(&markers, &after);
         if retired.is_empty() {
             return Ok(0);
         }
+        let known = before.cloned().unwrap_or_default();
+        let unknown: Vec<i64> = retired
+            .keys()
+            .filter(|id| !known.files.contains_key(id))
+            .copied()
+            .collect();
+        let mut files = known;
+        if !unknown.is_empty() {
+            files.extend(self.data_files(dataset, &unknown)?);
+        }
         let mut row_ids = BTreeSet::new();
         for (file_id, positions) in &retired {
-            let file = &before.files[file_id];
+            // A file a merge took away before `before` was read left no row to map from.
+            let Some(file) = files.files.get(file_id) else {
+                continue;
+            };
             match file.row_id_start {
                 Some(start) => row_ids.extend(positions.iter().map(|p| start + p)),
                 None => row_ids.extend(self.row_ids_of(dataset, file, positions)?),
             }
+        }
+        if row_ids.is_empty() {
+            return Ok(0);
         }
         let candidates: Vec<i64> = row_ids.into_iter().collect();
         let (alias, schema, table) = (
@@ -198,15 +223,15 @@ mod tests {
     }
 
     #[test]
-    fn retired_markers_are_those_on_files_the_compaction_retired() {
-        let (before, after) = (files(&[0, 1, 2]), files(&[2, 3]));
-        // Files 0 and 1 were compacted away; file 2 survived; file 9 was gone before.
+    fn retired_markers_are_those_on_files_no_longer_live() {
+        let live = files(&[2, 3]);
+        // Files 0 and 1 were compacted away, file 9 long before; file 2 is live.
         let markers = [(1, 27), (0, 3), (2, 5), (9, 1), (0, 3), (0, 1)];
         assert_eq!(
-            retired_markers(&markers, &before, &after),
-            BTreeMap::from([(0, vec![1, 3]), (1, vec![27])])
+            retired_markers(&markers, &live),
+            BTreeMap::from([(0, vec![1, 3]), (1, vec![27]), (9, vec![1])])
         );
-        assert!(retired_markers(&[], &before, &after).is_empty());
+        assert!(retired_markers(&[], &live).is_empty());
         let mut grown = files(&[0]);
         grown.extend(files(&[0, 5]));
         assert_eq!(grown.count(), 2);

@@ -26,6 +26,7 @@ impl Lake<'_> {
             "merge",
             &message,
             explicit,
+            "",
             &statement,
             LockUse::HoldUntilCommit,
             done,

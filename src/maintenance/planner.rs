@@ -52,6 +52,12 @@ pub struct DatasetState {
     pub files_with_deletes: i64,
     /// Deleted rows those files carry.
     pub deleted_rows: i64,
+    /// The table has a table of inline deletion markers (a small delete hit a Parquet file of it
+    /// once; the marker table stays when it is flushed).
+    pub marker_table: bool,
+    /// Markers name files that are no longer live: a delete that committed beside a rewrite or
+    /// merge, which the guard applies again before anything else ([`super::guard`]).
+    pub markers_on_retired_files: bool,
     /// What the rewrite step does, `None` when no file needs it.
     pub rewrite: Option<RewritePlan>,
 }
@@ -215,9 +221,17 @@ impl Lake<'_> {
         let Backlog {
             files: backlog,
             unknown,
+            marker_tables,
+            retired_marked,
         } = self.delete_backlog(&wanted, only)?;
+        for id in retired_marked {
+            states.entry(id).or_default().markers_on_retired_files = true;
+        }
         for id in unknown {
             states.entry(id).or_default().markers_unknown = true;
+        }
+        for id in marker_tables {
+            states.entry(id).or_default().marker_table = true;
         }
         let plan = CatalogPlan {
             states: BTreeMap::new(),
@@ -260,6 +274,7 @@ impl Lake<'_> {
         let markers = self.marker_counts(wanted)?;
         let marked: Vec<i64> = markers.per_file.keys().map(|(_, file)| *file).collect();
         let mut backlog: BTreeMap<i64, Vec<FileBacklog>> = BTreeMap::new();
+        let mut live_marked: BTreeSet<(i64, i64)> = BTreeSet::new();
         for (table_id, file_id, rows, bytes, deleted) in
             self.read(&self.meta.delete_backlog(only, &marked), |r| {
                 Ok((
@@ -281,6 +296,7 @@ impl Lake<'_> {
                 .get(&(table_id, file_id))
                 .copied()
                 .unwrap_or(0);
+            live_marked.insert((table_id, file_id));
             backlog.entry(table_id).or_default().push(FileBacklog {
                 file: FileDeletes {
                     rows,
@@ -290,9 +306,17 @@ impl Lake<'_> {
                 markers: on_file,
             });
         }
+        let retired_marked = markers
+            .per_file
+            .keys()
+            .filter(|key| !live_marked.contains(key))
+            .map(|(table_id, _)| *table_id)
+            .collect();
         Ok(Backlog {
             files: backlog,
             unknown: markers.unknown,
+            marker_tables: markers.tables,
+            retired_marked,
         })
     }
 
@@ -338,15 +362,22 @@ impl Lake<'_> {
             .collect();
         let mut counts = MarkerCounts::default();
         let rows = match self.marker_rows(&marked) {
-            Ok(rows) => rows,
+            Ok(rows) => {
+                counts.tables.extend(marked.iter().copied());
+                rows
+            }
             Err(_) => {
                 let mut rows = Vec::new();
                 for &id in &marked {
                     match self.marker_rows(&[id]) {
-                        Ok(found) => rows.extend(found),
+                        Ok(found) => {
+                            counts.tables.insert(id);
+                            rows.extend(found)
+                        }
                         Err(SrdpError::DuckDb { message, .. })
                             if message.contains("does not exist") => {}
                         Err(_) => {
+                            counts.tables.insert(id);
                             counts.unknown.insert(id);
                         }
                     }
@@ -405,6 +436,10 @@ impl Lake<'_> {
 struct Backlog {
     files: BTreeMap<i64, Vec<FileBacklog>>,
     unknown: BTreeSet<i64>,
+    /// The tables with a table of inline deletion markers.
+    marker_tables: BTreeSet<i64>,
+    /// The tables with markers on files that are no longer live.
+    retired_marked: BTreeSet<i64>,
 }
 
 /// A live file with deletes, and how many of them are inline deletion markers.
@@ -430,6 +465,8 @@ impl DatasetState {
 struct MarkerCounts {
     per_file: BTreeMap<(i64, i64), i64>,
     unknown: BTreeSet<i64>,
+    /// The tables whose marker table exists.
+    tables: BTreeSet<i64>,
 }
 
 /// The target file size DuckLake uses for `dataset`: the `ducklake_target_file_size` setting

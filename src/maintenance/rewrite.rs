@@ -14,12 +14,14 @@
 //! markers applied, but it leaves the markers behind, and the next flush writes them out as a
 //! delete file of the retired file, back-dated, which makes time travel to the snapshots before
 //! the rewrite read that file twice (duckdb/ducklake#1406; `test_known_ducklake_defects.py`).
-//! The flush first turns every marker into a delete file, so the rewrite meets none.
+//! The flush first turns every marker into a delete file, so the rewrite meets none; a small
+//! delete that lands between srdp's flush and its rewrite is found in the rewrite's transaction,
+//! which then stops, and srdp flushes again ([`super::sequence`]).
 
 use super::{Lake, LockUse, Stepped};
-use crate::error::Result;
+use crate::error::{Result, SrdpError};
 use crate::plan::{Dataset, OptionScope};
-use crate::sql::{self, Literal};
+use crate::sql::{self, Literal, MARKERS_ARRIVED};
 
 /// srdp's deleted share at which a file at or above the target file size is rewritten, where
 /// DuckLake's `rewrite_delete_threshold` option is not set. Scanning a file carries its deleted
@@ -119,38 +121,56 @@ pub fn threshold(option: Option<&str>) -> std::result::Result<f64, String> {
 
 impl Lake<'_> {
     /// Rewrites one dataset's files with deletes as `plan` says; returns (files processed, files
-    /// created). One labelled step, bound and executed in one transaction (as the merge: DuckLake
-    /// plans the rewrite when the statement is bound), holding a SQLite catalog's write lock until
-    /// right before its commit once a step of the call lost its commit. A rewrite that processed
-    /// files counts as srdp's own commit.
+    /// created), or `None` when inline deletion markers arrived on its live files since srdp's
+    /// flush (the caller flushes again first: a rewrite that met them would leave them behind).
+    /// One labelled step, bound and executed in one transaction (as the merge: DuckLake plans the
+    /// rewrite when the statement is bound), holding a SQLite catalog's write lock until right
+    /// before its commit once a step of the call lost its commit. `marker_table`: the table has a
+    /// table of markers, which the transaction checks right before the rewrite. A rewrite that
+    /// processed files counts as srdp's own commit.
     pub fn rewrite(
         &self,
         dataset: &Dataset,
         plan: RewritePlan,
+        marker_table: bool,
         explicit: Option<OptionScope>,
         done: &[String],
-    ) -> Result<Stepped<(i64, i64)>> {
+    ) -> Result<Option<Stepped<(i64, i64)>>> {
         let statement = sql::rewrite(
             &Literal::new(&self.spec.alias),
             &Literal::new(&dataset.schema),
             &Literal::new(&dataset.table),
             plan.threshold,
         );
+        let check = if marker_table {
+            self.meta.no_markers_on_live_files(dataset.table_id)
+        } else {
+            String::new()
+        };
         let message = format!("srdp_compact: rewrite {}", dataset.name());
-        let step = self.labelled_step(
+        let step = match self.labelled_step(
             dataset,
             "rewrite",
             &message,
             explicit,
+            &check,
             &statement,
             LockUse::HoldUntilCommit,
             done,
             |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        ) {
+            Ok(step) => step,
+            Err(SrdpError::MaintenanceFailed { message, .. })
+                if message.contains(MARKERS_ARRIVED) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
         if step.value.0 > 0 {
             self.committed_one();
         }
-        Ok(step)
+        Ok(Some(step))
     }
 }
 

@@ -12,7 +12,9 @@
 //! 3. **merge** ([`super::merge`], [`super::batched`], `srdp_compact` only): adjacent small
 //!    files, the flush's and the rewrite's outputs among them;
 //! 4. **guard** ([`super::guard`]): when another connection committed while srdp worked on the
-//!    dataset, the deletes DuckLake 1.0 lost to the rewrite or merge are applied again.
+//!    dataset, the deletes DuckLake 1.0 lost to the rewrite or merge are applied again (and, as
+//!    step 0, before everything else, those an earlier call's compaction lost after its guard
+//!    had looked).
 //!
 //! Each step commits on its own, retried by srdp ([`super::step`]); a failure stops the call
 //! with an error that names the dataset and the datasets already done, whose steps stay
@@ -21,6 +23,7 @@
 use super::batched;
 use super::guard::LiveFiles;
 use super::planner::{CatalogPlan, DatasetState};
+use super::rewrite::RewritePlan;
 use super::Lake;
 use crate::error::Result;
 use crate::plan::{self, Dataset, Upkeep};
@@ -59,6 +62,8 @@ pub struct Rewritten {
     pub deletes: i64,
     /// Small files with deletes the call did not rewrite (see [`super::rewrite`]).
     pub waiting: i64,
+    /// Small deletes kept landing before the rewrite: it waits for the next call.
+    pub deferred: bool,
 }
 
 /// What the merge step did.
@@ -147,6 +152,11 @@ impl Lake<'_> {
             return Ok(outcome);
         }
         let explicit = upkeep.explicit();
+        // 0. guard: deletes an earlier compaction lost after its own guard had looked, before the
+        // flush writes their markers out.
+        if state.markers_on_retired_files {
+            outcome.reapplied = self.reapply_lost_deletes(dataset, None, done)?;
+        }
         // 1. flush
         if state.has_flush_work() {
             let flushed = self.flush(dataset, state, call.function, explicit, done)?;
@@ -176,12 +186,7 @@ impl Lake<'_> {
                 let live = self.live_files(dataset)?;
                 live_at_start = Some(live.count());
                 before = Some(live);
-                let step = self.rewrite(dataset, plan, explicit, done)?;
-                outcome.attempts = outcome.attempts.max(step.attempts);
-                let (files, created) = step.value;
-                outcome.rewritten.files = files;
-                outcome.rewritten.created = created;
-                outcome.rewritten.deletes = if files > 0 { plan.deletes } else { 0 };
+                self.rewrite_after_flushes(dataset, state, plan, call, done, &mut outcome)?;
             }
         }
         // 3. merge. The flush adds at most one file per partition: the plan's count of small
@@ -227,14 +232,53 @@ impl Lake<'_> {
                     + outcome.merged.created
             })
         } else {
-            if let (Some(before), true) = (&before, compacted) {
-                outcome.reapplied = self.reapply_lost_deletes(dataset, before, done)?;
+            if compacted {
+                outcome.reapplied += self.reapply_lost_deletes(dataset, before.as_ref(), done)?;
             }
             self.files(dataset)?
         });
         Ok(outcome)
     }
 }
+
+impl Lake<'_> {
+    /// The rewrite step, flushing again first each time small deletes landed since the last
+    /// flush (see [`Lake::rewrite`]), at most [`REWRITE_TRIES`] times; after that the rewrite
+    /// waits for the next call.
+    fn rewrite_after_flushes(
+        &self,
+        dataset: &Dataset,
+        state: DatasetState,
+        plan: RewritePlan,
+        call: &Call,
+        done: &[String],
+        outcome: &mut Outcome,
+    ) -> Result<()> {
+        let explicit = outcome.upkeep.explicit();
+        for _ in 0..REWRITE_TRIES {
+            if let Some(step) = self.rewrite(dataset, plan, state.marker_table, explicit, done)? {
+                outcome.attempts = outcome.attempts.max(step.attempts);
+                let (files, created) = step.value;
+                outcome.rewritten.files = files;
+                outcome.rewritten.created = created;
+                outcome.rewritten.deletes = if files > 0 { plan.deletes } else { 0 };
+                return Ok(());
+            }
+            let again = DatasetState {
+                markers_unknown: true,
+                ..state
+            };
+            let flushed = self.flush(dataset, again, call.function, explicit, done)?;
+            outcome.attempts = outcome.attempts.max(flushed.attempts);
+            outcome.rows_flushed += flushed.rows;
+        }
+        outcome.rewritten.deferred = true;
+        Ok(())
+    }
+}
+
+/// How often a call flushes again for small deletes that land before its rewrite.
+pub const REWRITE_TRIES: u32 = 3;
 
 /// What a dry run reports for a dataset: the rows a flush would write, the files a rewrite would
 /// take; nothing is called.
@@ -253,6 +297,7 @@ fn plan_only(state: DatasetState, upkeep: Upkeep, steps: Steps) -> Outcome {
             created: 0,
             deletes: plan.deletes,
             waiting: plan.waiting,
+            deferred: false,
         };
     }
     outcome
@@ -260,7 +305,6 @@ fn plan_only(state: DatasetState, upkeep: Upkeep, steps: Steps) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rewrite::RewritePlan;
     use super::*;
 
     #[test]
@@ -290,7 +334,8 @@ mod tests {
                     files: 19,
                     created: 0,
                     deletes: 120126,
-                    waiting: 0
+                    waiting: 0,
+                    deferred: false
                 }
             )
         );

@@ -2,7 +2,8 @@
 //! ([`Outcome`]): a base word (`flushed`, `compacted`, `nothing to do`, `planned`,
 //! `skipped: auto_compact is false`), then notes for what a reader would otherwise not see, in
 //! this order: inline deletion markers written, files rewritten, small files whose rewrite
-//! waits, an explicit step, bounded merge calls, deletes re-applied after a race.
+//! waits, a deferred rewrite, an explicit step, bounded merge calls, deletes re-applied after a
+//! race.
 
 use super::sequence::{Outcome, Steps};
 use crate::plan;
@@ -10,6 +11,11 @@ use crate::plan;
 /// Appended to the status of a step that overrode `auto_compact = false` (see
 /// [`crate::plan::Upkeep::Explicit`]).
 pub const EXPLICIT_NOTE: &str = "; explicit: auto_compact is false for bulk calls only";
+
+/// Appended when small deletes kept landing before the rewrite (see
+/// [`super::sequence::REWRITE_TRIES`]).
+pub const DEFERRED_NOTE: &str =
+    "; rewrite deferred to the next call: small deletes kept landing before it";
 
 /// `s` from 2 on (and for 0).
 fn plural(n: i64) -> &'static str {
@@ -80,6 +86,9 @@ impl Outcome {
         }
         if self.rewritten.waiting > 0 {
             status.push_str(&format!("; {}", waiting_note(self.rewritten.waiting)));
+        }
+        if self.rewritten.deferred {
+            status.push_str(DEFERRED_NOTE);
         }
         if changed && self.upkeep.explicit().is_some() {
             status.push_str(EXPLICIT_NOTE);
@@ -176,7 +185,7 @@ mod tests {
                 files: 19,
                 created: 1,
                 deletes: 120126,
-                waiting: 0,
+                ..Rewritten::default()
             },
             merged: Merged {
                 processed: 3,
@@ -196,6 +205,7 @@ mod tests {
                 created: 1,
                 deletes: 1,
                 waiting: 2,
+                deferred: false,
             },
             reapplied: 3,
             upkeep: Upkeep::Explicit(OptionScope::Table),
@@ -208,6 +218,19 @@ mod tests {
              above the target size whose deleted share is under the rewrite threshold; \
              explicit: auto_compact is false for bulk calls only; \
              re-applied 3 deletes lost to a concurrent compaction (DuckLake 1.0 defect)"
+        );
+        let deferred = Outcome {
+            markers_flushed: 2,
+            rewritten: Rewritten {
+                deferred: true,
+                ..Rewritten::default()
+            },
+            ..Outcome::default()
+        };
+        assert_eq!(
+            deferred.status(&COMPACT),
+            "compacted; 2 inline deletion markers written to a delete file; \
+             rewrite deferred to the next call: small deletes kept landing before it"
         );
         let waiting_only = Outcome {
             rewritten: Rewritten {

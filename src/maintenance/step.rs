@@ -163,8 +163,10 @@ impl Lake<'_> {
         )
     }
 
-    /// A flush or merge `statement`, in one transaction bracketed by [`Lake::bracket`], with
-    /// srdp's retry policy.
+    /// A flush, rewrite or merge `statement`, in one transaction bracketed by [`Lake::bracket`],
+    /// with srdp's retry policy. `check`: a statement run in the transaction right before
+    /// `statement` (after the label), which fails the attempt when the step must not run (empty:
+    /// none).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn labelled_step<T>(
         &self,
@@ -172,12 +174,18 @@ impl Lake<'_> {
         step: &str,
         message: &str,
         explicit: Option<OptionScope>,
+        check: &str,
         statement: &str,
         lock: LockUse,
         done: &[String],
         row: impl Fn(&duckdb::Row) -> duckdb::Result<T>,
     ) -> Result<Stepped<T>> {
         let (before, after) = self.bracket(message, dataset, explicit);
+        let before = if check.is_empty() {
+            before
+        } else {
+            format!("{before}; {check}")
+        };
         self.step(
             dataset,
             step,

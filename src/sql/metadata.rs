@@ -2,6 +2,9 @@
 
 use super::{metadata_catalog, Ident, Literal};
 
+/// The error [`MetadataTables::no_markers_on_live_files`] raises.
+pub const MARKERS_ARRIVED: &str = "srdp: inline deletion markers arrived before the rewrite";
+
 /// The most tables one union run by the catalog database counts (SQLite's limit is 500 terms).
 pub const UNION_TERMS: usize = 250;
 
@@ -271,6 +274,19 @@ impl MetadataTables {
         )
     }
 
+    /// Fails with [`MARKERS_ARRIVED`] when table `table_id` has inline deletion markers on live
+    /// files: run in a rewrite's transaction right before the rewrite (see
+    /// `maintenance::rewrite`).
+    pub fn no_markers_on_live_files(&self, table_id: i64) -> String {
+        format!(
+            "SELECT CASE WHEN count(*) > 0 THEN error({}) END FROM {} m JOIN {} d \
+             ON d.data_file_id = m.file_id AND d.end_snapshot IS NULL",
+            Literal::new(MARKERS_ARRIVED),
+            self.table(&format!("ducklake_inlined_delete_{table_id}")),
+            self.table("ducklake_data_file")
+        )
+    }
+
     /// Inline deletion markers per table: `table_id, markers`, one row per given table id.
     pub fn inline_deletion_counts(&self, table_ids: &[i64]) -> String {
         if table_ids.is_empty() {
@@ -302,6 +318,20 @@ impl MetadataTables {
     pub fn live_file_row_starts(&self, table_id: i64) -> String {
         format!(
             "SELECT data_file_id, row_id_start, path, begin_snapshot FROM {} WHERE table_id = {table_id} AND end_snapshot IS NULL",
+            self.table("ducklake_data_file")
+        )
+    }
+
+    /// Data files of one table by id, live or retired (a retired file's row stays while time travel
+    /// needs it): `data_file_id, row_id_start, path, begin_snapshot`.
+    pub fn data_files_by_id(&self, table_id: i64, ids: &[i64]) -> String {
+        let ids = if ids.is_empty() {
+            "NULL".to_string()
+        } else {
+            id_list(ids)
+        };
+        format!(
+            "SELECT data_file_id, row_id_start, path, begin_snapshot FROM {} WHERE table_id = {table_id} AND data_file_id IN ({ids})",
             self.table("ducklake_data_file")
         )
     }
@@ -472,6 +502,30 @@ mod tests {
         assert!(m
             .delete_backlog(Some(&[]), &[])
             .contains("WHERE d.end_snapshot IS NULL AND false AND (x.data_file_id"));
+    }
+
+    #[test]
+    fn builds_the_rewrites_marker_check() {
+        assert_eq!(
+            MetadataTables::new("l", "main").no_markers_on_live_files(4),
+            "SELECT CASE WHEN count(*) > 0 THEN error('srdp: inline deletion markers arrived before the rewrite') END \
+             FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_inlined_delete_4\" m \
+             JOIN \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" d \
+             ON d.data_file_id = m.file_id AND d.end_snapshot IS NULL"
+        );
+    }
+
+    #[test]
+    fn builds_the_guards_file_lookup() {
+        let m = MetadataTables::new("l", "main");
+        assert_eq!(
+            m.data_files_by_id(4, &[7, 9]),
+            "SELECT data_file_id, row_id_start, path, begin_snapshot FROM \"__ducklake_metadata_l\".\"main\".\"ducklake_data_file\" \
+             WHERE table_id = 4 AND data_file_id IN (7, 9)"
+        );
+        assert!(m
+            .data_files_by_id(4, &[])
+            .ends_with("data_file_id IN (NULL)"));
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub mod metadata;
 pub use maintenance::{
     delete_row_ids, flush, merge, merge_batch, rewrite, set_auto_compact, set_commit_message,
 };
-pub use metadata::{MetadataTables, UNION_TERMS};
+pub use metadata::{MetadataTables, MARKERS_ARRIVED, UNION_TERMS};
 
 /// Gives the connection's session `setting` the value `value`, or its default (`None`).
 pub fn session_setting(setting: &Ident, value: Option<&Literal>) -> String {
