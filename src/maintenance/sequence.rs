@@ -174,18 +174,15 @@ impl Lake<'_> {
         } else {
             state
         };
-        // The live files before the first compaction step (the guard's "before": a bounded merge
-        // adds those before each of its calls), and how many they were (the files after follow
-        // from that count).
+        // The live files before the merge (the guard's "before": a merge's inputs leave the
+        // metadata, a rewrite's stay; a bounded merge adds those before each of its calls), and
+        // how many they were (the files after follow from that count).
         let mut before: Option<LiveFiles> = None;
-        let mut live_at_start: Option<i64> = None;
+        let mut live_at_merge: Option<i64> = None;
         // 2. rewrite
         if let Some(plan) = state.rewrite {
             outcome.rewritten.waiting = plan.waiting;
             if plan.files > 0 {
-                let live = self.live_files(dataset)?;
-                live_at_start = Some(live.count());
-                before = Some(live);
                 self.rewrite_after_flushes(dataset, state, plan, call, done, &mut outcome)?;
             }
         }
@@ -204,33 +201,29 @@ impl Lake<'_> {
                     created: merged.created,
                     bounded_calls: Some(merged.calls),
                 };
-                live_at_start = live_at_start.or(merged.live_before);
-                match &mut before {
-                    Some(before) => before.extend(merged.before),
-                    None => before = Some(merged.before),
-                }
+                live_at_merge = merged.live_before;
+                before = Some(merged.before);
             } else {
-                if before.is_none() {
-                    let live = self.live_files(dataset)?;
-                    live_at_start = Some(live.count());
-                    before = Some(live);
-                }
+                let live = self.live_files(dataset)?;
+                live_at_merge = Some(live.count());
+                before = Some(live);
                 let merged = self.merge(dataset, explicit, done)?;
                 outcome.attempts = outcome.attempts.max(merged.attempts);
                 (outcome.merged.processed, outcome.merged.created) = merged.value;
             }
         }
         // 4. guard. Nobody else committed since the plan: the file count follows from what srdp
-        // did, and no delete can have been lost. Otherwise both are read.
+        // did (read once when only a rewrite ran), and no delete can have been lost. Otherwise
+        // both are read.
         let compacted = outcome.rewritten.files + outcome.merged.processed > 0;
         outcome.files_after = Some(if outcome.attempts == 0 {
             state.files
         } else if self.settle()? {
-            live_at_start.map_or(state.files, |live| {
-                live - outcome.rewritten.files + outcome.rewritten.created
-                    - outcome.merged.processed
-                    + outcome.merged.created
-            })
+            match live_at_merge {
+                Some(live) => live - outcome.merged.processed + outcome.merged.created,
+                None if outcome.rewritten.files > 0 => self.files(dataset)?,
+                None => state.files,
+            }
         } else {
             if compacted {
                 outcome.reapplied += self.reapply_lost_deletes(dataset, before.as_ref(), done)?;
