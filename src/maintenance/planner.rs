@@ -223,7 +223,7 @@ impl Lake<'_> {
             unknown,
             marker_tables,
             retired_marked,
-        } = self.delete_backlog(&wanted, only)?;
+        } = self.delete_backlog(&wanted, only, None)?;
         for id in retired_marked {
             states.entry(id).or_default().markers_on_retired_files = true;
         }
@@ -269,9 +269,15 @@ impl Lake<'_> {
     /// The live files that carry deletes of the `wanted` tables (`only`: the table ids the
     /// metadata read names, see [`MetadataTables::delete_backlog`]), each with its deleted rows
     /// (delete file and inline deletion markers), and the tables whose markers could not be
-    /// counted. Two reads whatever the number of tables.
-    fn delete_backlog(&self, wanted: &BTreeSet<i64>, only: Option<&[i64]>) -> Result<Backlog> {
-        let markers = self.marker_counts(wanted)?;
+    /// counted. Three reads whatever the number of tables; `marked`: the tables known to have a
+    /// marker table (the snapshots that name them are not read again).
+    fn delete_backlog(
+        &self,
+        wanted: &BTreeSet<i64>,
+        only: Option<&[i64]>,
+        marked: Option<&[i64]>,
+    ) -> Result<Backlog> {
+        let markers = self.marker_counts(wanted, marked)?;
         let marked: Vec<i64> = markers.per_file.keys().map(|(_, file)| *file).collect();
         let mut backlog: BTreeMap<i64, Vec<FileBacklog>> = BTreeMap::new();
         let mut live_marked: BTreeSet<(i64, i64)> = BTreeSet::new();
@@ -322,7 +328,8 @@ impl Lake<'_> {
 
     /// The rewrite of `dataset` planned again from the catalog now: after a flush that wrote
     /// rows, whose new file carries the deletes of inlined rows deleted before it (DuckLake
-    /// writes them to a delete file of the new file). One dataset's two reads.
+    /// writes them to a delete file of the new file). One dataset's reads: its markers (when it
+    /// has a marker table) and its files with deletes.
     pub fn replan_rewrite(
         &self,
         dataset: &Dataset,
@@ -330,8 +337,13 @@ impl Lake<'_> {
         rule: RewriteRule,
     ) -> Result<DatasetState> {
         let wanted = BTreeSet::from([dataset.table_id]);
+        let marked: &[i64] = if state.marker_table {
+            &[dataset.table_id]
+        } else {
+            &[]
+        };
         let backlog = self
-            .delete_backlog(&wanted, Some(&[dataset.table_id]))?
+            .delete_backlog(&wanted, Some(&[dataset.table_id]), Some(marked))?
             .files;
         let mut state = DatasetState {
             files_with_deletes: 0,
@@ -352,15 +364,27 @@ impl Lake<'_> {
     /// inlined rows, which make no marker table, so when the union fails each table is counted
     /// alone (a missing table holds no marker; any other failure leaves its markers unknown, and
     /// DuckLake is asked to flush).
-    fn marker_counts(&self, wanted: &BTreeSet<i64>) -> Result<MarkerCounts> {
-        let changes = self.read(&self.meta.inline_deletion_changes(), |r| {
-            r.get::<_, String>(0)
-        })?;
-        let marked: Vec<i64> = inline_deletion_tables(&changes)
-            .intersection(wanted)
-            .copied()
-            .collect();
+    fn marker_counts(
+        &self,
+        wanted: &BTreeSet<i64>,
+        marked: Option<&[i64]>,
+    ) -> Result<MarkerCounts> {
+        let marked: Vec<i64> = match marked {
+            Some(marked) => marked.to_vec(),
+            None => {
+                let changes = self.read(&self.meta.inline_deletion_changes(), |r| {
+                    r.get::<_, String>(0)
+                })?;
+                inline_deletion_tables(&changes)
+                    .intersection(wanted)
+                    .copied()
+                    .collect()
+            }
+        };
         let mut counts = MarkerCounts::default();
+        if marked.is_empty() {
+            return Ok(counts);
+        }
         let rows = match self.marker_rows(&marked) {
             Ok(rows) => {
                 counts.tables.extend(marked.iter().copied());
