@@ -141,22 +141,13 @@ impl Lake<'_> {
         explicit: Option<OptionScope>,
         done: &[String],
     ) -> Result<Merged> {
-        let cache = self.global_setting("enable_external_file_cache")?;
-        let cache_was_on = cache.as_deref() == Some("true");
-        if cache_was_on {
-            self.set_global("enable_external_file_cache", "false")?;
-        }
-        let outcome = self.merge_stages(dataset, batching, small, explicit, done);
-        let restored = self.use_caller_target();
-        let cache_back = if cache_was_on {
-            self.set_global("enable_external_file_cache", "true")
-        } else {
-            Ok(())
-        };
-        let merged = outcome?;
-        restored?;
-        cache_back?;
-        Ok(merged)
+        self.without_file_cache(|| {
+            let outcome = self.merge_stages(dataset, batching, small, explicit, done);
+            let restored = self.use_caller_target();
+            let merged = outcome?;
+            restored?;
+            Ok(merged)
+        })
     }
 
     fn merge_stages(

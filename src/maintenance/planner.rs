@@ -357,6 +357,27 @@ impl Lake<'_> {
         Ok(state)
     }
 
+    /// The live files of `dataset` that carry deletes, read now (for a rewrite in bounded calls,
+    /// [`super::rewrite::batch_thresholds`]).
+    pub fn files_with_deletes(
+        &self,
+        dataset: &Dataset,
+        state: DatasetState,
+    ) -> Result<Vec<FileDeletes>> {
+        let wanted = BTreeSet::from([dataset.table_id]);
+        let marked: &[i64] = if state.marker_table {
+            &[dataset.table_id]
+        } else {
+            &[]
+        };
+        let backlog = self.delete_backlog(&wanted, Some(&[dataset.table_id]), Some(marked))?;
+        Ok(backlog
+            .files
+            .get(&dataset.table_id)
+            .map(|files| files.iter().map(|f| f.file).collect())
+            .unwrap_or_default())
+    }
+
     /// Inline deletion markers per (table, data file) of the `wanted` tables, and the tables
     /// whose markers could not be counted. The tables that snapshots name with
     /// `inlined_delete:<id>` are counted in one union, run by the catalog database where it can

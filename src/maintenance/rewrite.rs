@@ -104,6 +104,37 @@ pub fn plan_rewrite(files: &[FileDeletes], target: u64, threshold: f64) -> Optio
     })
 }
 
+/// The thresholds of a rewrite in bounded calls: DuckLake's rewrite takes every file of the
+/// table at or over its threshold in one call (1.0 has no `max_compacted_files` for it), so a
+/// table with more than `batch` files to rewrite is rewritten with falling thresholds, each call
+/// taking about `batch` files with the highest deleted shares still carrying deletes (the
+/// earlier calls' outputs carry none). Files of one share stay in one call. The last threshold is
+/// `plan.threshold`, so the calls take every file the plan's one call would.
+pub fn batch_thresholds(files: &[FileDeletes], plan: RewritePlan, batch: u64) -> Vec<f64> {
+    let mut shares: Vec<f64> = files
+        .iter()
+        .filter(|f| f.deleted > 0 && f.rows > 0)
+        .map(FileDeletes::share)
+        .filter(|&share| share >= plan.threshold)
+        .collect();
+    shares.sort_by(|a, b| b.total_cmp(a));
+    let batch = usize::try_from(batch.max(1)).unwrap_or(usize::MAX);
+    let mut thresholds = Vec::new();
+    let mut taken = 0;
+    for (i, share) in shares.iter().enumerate() {
+        taken += 1;
+        let last_of_share = shares.get(i + 1).is_none_or(|next| next < share);
+        if taken >= batch && last_of_share {
+            thresholds.push(*share);
+            taken = 0;
+        }
+    }
+    if thresholds.last() != Some(&plan.threshold) && (taken > 0 || thresholds.is_empty()) {
+        thresholds.push(plan.threshold);
+    }
+    thresholds
+}
+
 /// The threshold for a dataset: DuckLake's `rewrite_delete_threshold` option value where it is
 /// set, else [`DEFAULT_THRESHOLD`]; `Err` (the value) when the option is not a share from 0 to
 /// 1, which DuckLake's own calls refuse too.
@@ -253,6 +284,37 @@ mod tests {
             plan_rewrite(&[file(100, 10, 0), file(0, 10, 0)], TARGET, 0.2),
             None
         );
+    }
+
+    #[test]
+    fn many_files_are_rewritten_in_falling_thresholds_of_about_a_batch_each() {
+        let plan = RewritePlan {
+            threshold: 0.01,
+            files: 7,
+            deletes: 0,
+            waiting: 0,
+        };
+        // Shares 0.5, 0.4, 0.4, 0.3, 0.2, 0.1, 0.01 in batches of 2: the two 0.4s stay together.
+        let files: Vec<FileDeletes> = [50, 40, 40, 30, 20, 10, 1, 0]
+            .iter()
+            .map(|&d| file(100, 10, d))
+            .collect();
+        assert_eq!(batch_thresholds(&files, plan, 2), vec![0.4, 0.2, 0.01]);
+        assert_eq!(batch_thresholds(&files, plan, 3), vec![0.4, 0.1, 0.01]);
+        assert_eq!(batch_thresholds(&files, plan, 100), vec![0.01]);
+        // One share for all: one call, whatever the batch.
+        let same: Vec<FileDeletes> = (0..10).map(|_| file(10, 10, 1)).collect();
+        let plan = RewritePlan {
+            threshold: 0.1,
+            ..plan
+        };
+        assert_eq!(batch_thresholds(&same, plan, 3), vec![0.1]);
+        // A file under the plan's threshold is not counted in.
+        let plan = RewritePlan {
+            threshold: 0.3,
+            ..plan
+        };
+        assert_eq!(batch_thresholds(&files, plan, 2), vec![0.4, 0.3]);
     }
 
     #[test]

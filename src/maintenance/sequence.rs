@@ -23,7 +23,7 @@
 use super::batched;
 use super::guard::LiveFiles;
 use super::planner::{CatalogPlan, DatasetState};
-use super::rewrite::RewritePlan;
+use super::rewrite::{self, RewritePlan};
 use super::Lake;
 use crate::error::Result;
 use crate::plan::{self, Dataset, Upkeep};
@@ -235,10 +235,47 @@ impl Lake<'_> {
 }
 
 impl Lake<'_> {
-    /// The rewrite step, flushing again first each time small deletes landed since the last
-    /// flush (see [`Lake::rewrite`]), at most [`REWRITE_TRIES`] times; after that the rewrite
-    /// waits for the next call.
+    /// The rewrite step: one call, or for more than `batch_files` files to rewrite, calls with
+    /// falling thresholds of about `batch_files` files each ([`super::rewrite::batch_thresholds`])
+    /// with DuckDB's external file cache off. Before each call srdp flushes again each time small
+    /// deletes landed since the last flush (see [`Lake::rewrite`]), at most [`REWRITE_TRIES`]
+    /// times; after that the rest of the rewrite waits for the next call.
     fn rewrite_after_flushes(
+        &self,
+        dataset: &Dataset,
+        state: DatasetState,
+        plan: RewritePlan,
+        call: &Call,
+        done: &[String],
+        outcome: &mut Outcome,
+    ) -> Result<()> {
+        let Steps::Compact { batch_files } = call.steps else {
+            return Ok(());
+        };
+        if u64::try_from(plan.files).unwrap_or(0) <= batch_files {
+            return self.rewrite_call(dataset, state, plan, call, done, outcome);
+        }
+        let files = self.files_with_deletes(dataset, state)?;
+        let thresholds = rewrite::batch_thresholds(&files, plan, batch_files);
+        self.without_file_cache(|| {
+            for threshold in thresholds {
+                let step = RewritePlan { threshold, ..plan };
+                self.rewrite_call(dataset, state, step, call, done, outcome)?;
+                if outcome.rewritten.deferred {
+                    break;
+                }
+            }
+            Ok(())
+        })?;
+        if outcome.rewritten.files > 0 {
+            outcome.rewritten.deletes = plan.deletes;
+        }
+        Ok(())
+    }
+
+    /// One rewrite call, after as many flushes as small deletes need (see
+    /// [`Lake::rewrite_after_flushes`]); adds what it did to `outcome`.
+    fn rewrite_call(
         &self,
         dataset: &Dataset,
         state: DatasetState,
@@ -252,9 +289,11 @@ impl Lake<'_> {
             if let Some(step) = self.rewrite(dataset, plan, state.marker_table, explicit, done)? {
                 outcome.attempts = outcome.attempts.max(step.attempts);
                 let (files, created) = step.value;
-                outcome.rewritten.files = files;
-                outcome.rewritten.created = created;
-                outcome.rewritten.deletes = if files > 0 { plan.deletes } else { 0 };
+                outcome.rewritten.files += files;
+                outcome.rewritten.created += created;
+                if files > 0 {
+                    outcome.rewritten.deletes = plan.deletes;
+                }
                 return Ok(());
             }
             let again = DatasetState {

@@ -124,6 +124,26 @@ impl Lake<'_> {
             .execute_batch(&statement)
             .map_err(|e| SrdpError::duckdb(format!("SET GLOBAL {name} = {value} failed"), e))
     }
+
+    /// `work` with DuckDB's global `enable_external_file_cache` off (it keeps ~12.5 KB of every
+    /// file read until the process ends), turned back on afterwards, also after an error, when it
+    /// was on.
+    pub(super) fn without_file_cache<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        let cache = self.global_setting("enable_external_file_cache")?;
+        let cache_was_on = cache.as_deref() == Some("true");
+        if cache_was_on {
+            self.set_global("enable_external_file_cache", "false")?;
+        }
+        let outcome = work();
+        let cache_back = if cache_was_on {
+            self.set_global("enable_external_file_cache", "true")
+        } else {
+            Ok(())
+        };
+        let value = outcome?;
+        cache_back?;
+        Ok(value)
+    }
 }
 
 #[cfg(test)]
