@@ -25,8 +25,9 @@ deleted shares of 5 to 50 %: the full scan with the deletes against the same row
 and the rewrite's own time, so the break-even (how many scans one rewrite pays for) can be read.
 
 **memory**: peak RSS of ``srdp_compact`` rewriting one file of about 1 GB with 30 % deleted, and
-10,000 small files that each carry a delete, each in a fresh process, beside the plain
-``ducklake_rewrite_data_files`` on a copy.
+10,000 small files that each carry deletes (1 to 5 of their 10 rows: five deleted shares, so
+srdp's calls of about 2,000 files each can split them; and all with one share, which no threshold
+splits), each in a fresh process, beside the plain ``ducklake_rewrite_data_files`` on a copy.
 
     .venv/bin/python bench/bench_rewrite.py                       # all three, 5 rounds
     .venv/bin/python bench/bench_rewrite.py --parts merges --rounds 3 --rows 300000
@@ -278,29 +279,31 @@ def memory(work: Path) -> dict:
     con = plain(big)
     con.execute("SET preserve_insertion_order = false")
     con.execute("CREATE TABLE lake.main.t AS SELECT range AS id, md5(range::VARCHAR) || md5((range + 1)::VARCHAR) "
-                "|| md5((range + 2)::VARCHAR) AS v FROM range(9000000)")
+                "|| md5((range + 2)::VARCHAR) AS v FROM range(24000000)")
     size = con.execute("SELECT sum(file_size_bytes) FROM __ducklake_metadata_lake.main.ducklake_data_file").fetchone()[0]
     con.execute("DELETE FROM lake.main.t WHERE id % 10 < 3")
     con.close()
     config(big)
     print(f"1 file of {size / 1e9:.2f} GB, 30 % deleted", flush=True)
-    # 10,000 small files that each carry a delete (inlining off: one file per INSERT).
-    many = work / "many"
-    many.mkdir(parents=True)
-    con = duckdb.connect(config={"extension_directory": str(srdp.extension_directory()),
-                                 "autoinstall_known_extensions": "false", "autoload_known_extensions": "true"})
-    con.execute(f"ATTACH 'ducklake:sqlite:{many / 'catalog.sqlite'}' AS lake (DATA_PATH '{many / 'data'}/', "
-                "DATA_INLINING_ROW_LIMIT 0)")
-    con.execute("CREATE TABLE lake.main.t (id BIGINT, v VARCHAR)")
-    for first in range(0, 10000, 200):
-        con.execute("BEGIN")
-        for k in range(first, first + 200):
-            con.execute(f"INSERT INTO lake.main.t SELECT {k} * 10 + range, md5(range::VARCHAR) FROM range(10)")
-        con.execute("COMMIT")
-    con.execute("DELETE FROM lake.main.t WHERE id % 10 = 3")
-    con.close()
-    config(many)
-    for name, lake in (("1 GB file", big), ("10,000 small files", many)):
+    # 10,000 small files that each carry deletes (inlining off: one file per INSERT).
+    for name, deleted in (("many", "id % 10 < (id // 10) % 5 + 1"), ("many_one_share", "id % 10 = 3")):
+        many = work / name
+        many.mkdir(parents=True)
+        con = duckdb.connect(config={"extension_directory": str(srdp.extension_directory()),
+                                     "autoinstall_known_extensions": "false", "autoload_known_extensions": "true"})
+        con.execute(f"ATTACH 'ducklake:sqlite:{many / 'catalog.sqlite'}' AS lake (DATA_PATH '{many / 'data'}/', "
+                    "DATA_INLINING_ROW_LIMIT 0)")
+        con.execute("CREATE TABLE lake.main.t (id BIGINT, v VARCHAR)")
+        for first in range(0, 10000, 200):
+            con.execute("BEGIN")
+            for k in range(first, first + 200):
+                con.execute(f"INSERT INTO lake.main.t SELECT {k} * 10 + range, md5(range::VARCHAR) FROM range(10)")
+            con.execute("COMMIT")
+        con.execute(f"DELETE FROM lake.main.t WHERE {deleted}")
+        con.close()
+        config(many)
+    for name, lake in (("1 GB file", big), ("10,000 small files, five shares", work / "many"),
+                       ("10,000 small files, one share", work / "many_one_share")):
         for side in ("plain", "srdp"):
             copy(lake, work / f"{lake.name}_{side}")
             run = subprocess.run([PY, "-c", MEMORY, str(work / f"{lake.name}_{side}"), side],

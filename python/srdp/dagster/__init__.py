@@ -8,8 +8,8 @@ maintains the lake exactly as the DuckDB CLI, dbt and dlt do.
   outputs (key ``NO_STORAGE_IO_MANAGER_KEY``) and stores nothing, so an application's
   ``io_manager`` never receives them.
 * Job ``srdp_dataset_maintenance`` (``maintenance``): one ``srdp_compact`` per catalog, which
-  reads the catalog once and flushes and merges the datasets one at a time, in (schema, table)
-  order. Every step commits on its own and srdp retries transaction conflicts itself,
+  reads the catalog once and flushes, rewrites (files that carry deletes) and merges the
+  datasets one at a time, in (schema, table) order. Every step commits on its own and srdp retries transaction conflicts itself,
   so the job has no Dagster retry policy. Each dataset's result is one dynamic output with its
   metadata and one log line. A failing dataset fails the run; the datasets before it stay
   committed, and a rerun revisits every dataset harmlessly (maintenance re-plans from the
