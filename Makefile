@@ -93,11 +93,16 @@ sqltest:
 
 # Two worker processes (pytest-xdist), each test file whole in one of them: a file's module
 # fixtures (servers, dbt projects, lakes) stay in one process. PYTEST_WORKERS=0 runs in-process.
-# Tests marked serial (throughput under load) run afterwards, alone.
+# Tests marked serial (throughput under load) run afterwards, alone, also when a parallel test
+# failed (one failure must not hide others); the target then fails with the first failing step's
+# status. PYTEST_PATHS: the tests to run (default test/python).
 PYTEST_WORKERS ?= 2
+PYTEST_PATHS ?= test/python
 pytest:
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" --durations=12 test/python
-	$(PY) -m pytest -q -m serial test/python
+	@status=0; \
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" --durations=12 $(PYTEST_PATHS) || status=$$?; \
+	$(PY) -m pytest -q -m serial $(PYTEST_PATHS) || { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \
+	exit $$status
 
 # --- demo and benchmarks --------------------------------------------------------------------
 demo: release

@@ -9,8 +9,9 @@ The scenario, in real processes on one lake (alias ``lake``, two tables ``main.e
   (10-50 rows, inlined in the catalog) for ``--seconds``, alternating between the two tables.
   A loader retries its own batch on contention (``database is locked``, conflicts, ...) with
   jittered doubling waits for up to 60 s, and reports every batch it committed.
-* one maintenance process: ``srdp_compact('lake')`` and ``srdp_flush('lake')`` in turn (``--ops``)
-  until the loaders have stopped, recording each call's rows (attempts, status) or error text.
+* one maintenance process (``--maintainers N``: N of them): ``srdp_compact('lake')`` and
+  ``srdp_flush('lake')`` in turn (``--ops``) until the loaders have stopped, recording each call's
+  rows (attempts, status) or error text.
 * afterwards a fresh process runs one more ``srdp_compact`` and reads the tables back: through
   DuckLake (every committed (loader, batch, k) row exactly once, nothing else, payload intact),
   from the live Parquet files the metadata lists (count and checksum), and the inlined rows left
@@ -95,6 +96,9 @@ class Lake:
 class Settings:
     seconds: float = 60.0
     loaders: int = 2
+    # Maintenance processes, each calling the ops in turn (two or more: do they leave the
+    # loaders their share of a SQLite catalog's write lock, or hand it to each other?).
+    maintainers: int = 1
     min_rows: int = 10
     max_rows: int = 50
     ops: tuple[str, ...] = ("compact", "flush")
@@ -368,19 +372,22 @@ def run(lake: Lake, settings: Settings, workdir: Path) -> Outcome:
     stop = workdir / "stop"
     workers: list[Worker] = []
     try:
-        maintainer = None
-        if settings.maintain:
-            maintainer = Worker("maintainer", {**base, "stop": str(stop)}, workdir, "maintainer")
-            workers.append(maintainer)
+        maintainers = [
+            Worker("maintainer", {**base, "stop": str(stop)}, workdir, f"maintainer{i or ''}")
+            for i in range(settings.maintainers if settings.maintain else 0)
+        ]
+        workers += maintainers
         loaders = [Worker("loader", {**base, "loader": i}, workdir, f"loader{i}") for i in range(settings.loaders)]
         workers += loaders
         for w in workers:
             w.wait_ready(timeout=120)
-        for w in workers:  # the maintainer first: the loaders start into running maintenance
+        for w in workers:  # the maintainers first: the loaders start into running maintenance
             w.send("go")
         loaded = [w.result(timeout=settings.seconds + LOADER_BATCH_BUDGET_S + 120) for w in loaders]
         stop.touch()
-        calls = maintainer.result(timeout=MAINTAINER_GRACE_S)["calls"] if maintainer else []
+        calls = sorted(
+            (c for m in maintainers for c in m.result(timeout=MAINTAINER_GRACE_S)["calls"]), key=lambda c: c["start"]
+        )
     finally:
         for w in workers:
             w.kill()
@@ -450,6 +457,7 @@ def summarize(outcome: Outcome) -> dict:
         "backend": outcome.backend,
         "seconds": outcome.settings.seconds,
         "loaders": outcome.settings.loaders,
+        "maintainers": outcome.settings.maintainers,
         "maintenance calls": len(calls),
         "calls by function": dict(Counter(f"srdp_{c['op']}" for c in calls)),
         "calls succeeded during load": len(during_load(outcome)),
@@ -556,6 +564,7 @@ def main() -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--loaders", type=int, default=2)
+    parser.add_argument("--maintainers", type=int, default=1, help="maintenance processes")
     parser.add_argument("--rows", default="10-50", help="rows per batch, lo-hi")
     parser.add_argument("--ops", default="compact,flush", help="maintenance functions called in turn")
     parser.add_argument("--min-calls", type=int, default=Settings.min_calls)
@@ -575,7 +584,7 @@ def main() -> int:
         worker()
         return 0
     lo, hi = (int(x) for x in args.rows.split("-"))
-    settings = Settings(seconds=args.seconds, loaders=args.loaders, min_rows=lo, max_rows=hi,
+    settings = Settings(seconds=args.seconds, loaders=args.loaders, maintainers=args.maintainers, min_rows=lo, max_rows=hi,
                         ops=tuple(args.ops.split(",")), min_calls=args.min_calls,
                         loader_pause_s=args.loader_pause, max_call_s=args.max_retry_seconds)
     if args.max_retry_seconds is not None:

@@ -21,6 +21,7 @@
 //! | `locations` | one spelling per folder or S3 prefix ([`canonical`]), which overlap checks compare |
 //! | `names` | schema and catalog names compared as DuckDB resolves them ([`same_name`]) |
 //! | `patterns` | schema patterns (`"dbt_*"`): what a prefix matches ([`SchemaPattern`]), which overlap |
+//! | `prefix_index` | names sorted for prefix queries ([`PrefixIndex`]): the pattern checks in `O(n log n)` |
 //! | `vocabulary` | the closed sets of writers and layers (built-in plus `[custom]`), and "did you mean" |
 //! | `paths` | URLs told from local paths ([`is_url`]), paths made absolute ([`resolve`]) |
 //!
@@ -33,6 +34,7 @@ mod model;
 mod names;
 mod paths;
 mod patterns;
+mod prefix_index;
 pub mod raw;
 mod span;
 mod validate;
@@ -50,8 +52,10 @@ pub use model::{
 pub use names::{folded, same_name};
 pub use paths::{is_url, resolve};
 pub use patterns::{
-    is_pattern, overlap as patterns_overlap, shared_name, SchemaPattern, IDENTIFIER_BYTES, WILDCARD,
+    cut, is_pattern, overlap as patterns_overlap, shared_name, SchemaPattern, IDENTIFIER_BYTES,
+    WILDCARD,
 };
+pub use prefix_index::PrefixIndex;
 pub use span::line_of;
 pub use validate::parse;
 pub use vocabulary::{BUILTIN_LAYERS, BUILTIN_WRITERS};

@@ -539,3 +539,31 @@ fn unknown_writers_and_layers_are_refused_with_the_known_names_and_the_closest()
          DuckLake (landing_path), not a layer of schemas; remove \"landing\""
     );
 }
+
+#[test]
+fn an_empty_schema_name_is_refused_with_its_line() {
+    for name in ["", " "] {
+        assert_eq!(
+            message(&format!(
+                "{MINIMAL}\n[catalogs.lake.schemas.\"{name}\"]\nwriter = \"dbt\"\nlayer = \"curated\"\n"
+            )),
+            format!(
+                "/etc/srdp/srdp.toml:6: key 'catalogs.lake.schemas.\"{name}\"': a schema name must \
+                 not be empty; name the schema, as in [catalogs.lake.schemas.raw]"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_typo_two_edits_away_still_gets_its_name() {
+    let schema = |layer: &str| {
+        format!("{MINIMAL}\n[catalogs.lake.schemas.marts]\nwriter = \"dbt\"\nlayer = \"{layer}\"\n")
+    };
+    assert_eq!(
+        message(&schema("curtd")),
+        "/etc/srdp/srdp.toml:8: key 'catalogs.lake.schemas.marts.layer': unknown layer \"curtd\" \
+         (did you mean \"curated\"?); known layers: curated, intermediate, marts, raw, serving, \
+         staging. A layer of your own is declared under [custom] as layers = [\"curtd\"]"
+    );
+}

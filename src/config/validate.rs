@@ -345,6 +345,17 @@ fn schemas(
     let mut schemas = BTreeMap::new();
     let mut patterns = Vec::new();
     for (name, s) in raw {
+        if name.trim().is_empty() {
+            return Err(cx.err(
+                s.span(),
+                &schema_key(name),
+                format!(
+                    "a schema name must not be empty; name the schema, as in \
+                     [catalogs.{c}.schemas.raw]",
+                    c = cx.name
+                ),
+            ));
+        }
         if name.contains(WILDCARD) {
             patterns.push(pattern(cx, name, s)?);
         } else {
@@ -357,9 +368,9 @@ fn schemas(
     Ok((schemas, patterns))
 }
 
-/// `schemas.<name>` as the file writes it: a pattern's name quoted (`schemas."dbt_*"`).
+/// `schemas.<name>` as the file writes it: a pattern's or a blank name quoted (`schemas."dbt_*"`).
 fn schema_key(name: &str) -> String {
-    if name.contains(WILDCARD) {
+    if name.contains(WILDCARD) || name.trim().is_empty() {
         format!("schemas.\"{name}\"")
     } else {
         format!("schemas.{name}")
@@ -424,22 +435,25 @@ fn pattern(cx: &CatalogScope, name: &str, raw: &Spanned<raw::Schema>) -> Result<
     })
 }
 
-/// Each pattern, in file order, against the single_writer rule ([`crate::rules::pattern_refusal`]):
+/// Each pattern, in file order, against the single_writer rule ([`crate::rules::PatternClashes`]):
 /// no schema, tenant dataset or earlier pattern of another writer may match it.
 fn pattern_clashes(
     cx: &CatalogScope,
     raw: &BTreeMap<String, Spanned<raw::Schema>>,
     def: &CatalogDef,
 ) -> Result<()> {
+    if !cx.rules.single_writer.enabled {
+        return Ok(());
+    }
     let line = |name: &str| {
         raw.get(name)
             .map_or(0, |s| line_of(cx.file.text, s.span().start))
     };
     let mut in_file: Vec<&SchemaPattern> = def.patterns.iter().collect();
     in_file.sort_by_key(|p| raw.get(&p.pattern).map_or(0, |s| s.span().start));
+    let clashes = crate::rules::PatternClashes::new(def, &in_file);
     for (i, p) in in_file.iter().enumerate() {
-        if let Some(refusal) = crate::rules::pattern_refusal(cx.rules, def, p, &in_file[..i], &line)
-        {
+        if let Some(refusal) = clashes.refusal(cx.rules, i, &line) {
             let span = raw.get(&p.pattern).map_or(0..0, |s| s.span());
             return Err(cx.err(span, &schema_key(&p.pattern), refusal));
         }

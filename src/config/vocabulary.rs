@@ -82,6 +82,11 @@ mod tests {
         assert_eq!(closest("airbyte", &writers), None);
         let layers = known(&BUILTIN_LAYERS, &[]);
         assert_eq!(closest("curatd", &layers), Some("curated"));
+        // Two edits (two letters left out, a swap and a replacement): still the name.
+        assert_eq!(closest("curtd", &layers), Some("curated"));
+        assert_eq!(closest("stgaign", &layers), Some("staging"));
+        assert_eq!(closest("srvng", &layers), Some("serving"));
+        assert_eq!(distance("curtd", "curated"), 2);
         assert_eq!(closest("rwa", &layers), Some("raw"));
         assert_eq!(closest("bronze", &layers), None);
         assert_eq!(distance("dtl", "dlt"), 1);

@@ -36,14 +36,22 @@
 //!   still loses holds twice as long next time, up to [`CLEAR_MAX_MS`].
 //!
 //! A call waits [`YIELD_FACTOR`] times as long as it held the lock before taking it again, so
-//! writers keep at least two thirds of the time beside one maintainer and half of it beside two
-//! (each maintainer knows only its own holds: two that took turns at holding, with a 1.6 s cap
-//! and a wait of one hold, locked the writer of `test_concurrency.py` out for its 29 retries,
-//! over 6 s, in 4 runs of 4; with these values its longest was 8 retries).
+//! writers keep at least two thirds of the time beside one maintainer. A maintainer knows only
+//! its own holds, so two of them used to hand the lock to each other: one polled while the other
+//! held it and took it the moment it was released, before the writers (backing off after the
+//! held lock refused them) came back; writers kept a third of the time beside two maintainers
+//! taking turns, and nothing beside three. So a take that found the lock held for longer than
+//! [`OTHERS_HOLD_MS`] (longer than a writer's commit holds it: another maintainer's hold) lets it
+//! go the moment it gets it and waits [`YIELD_FACTOR`] times that long first, once per take (so
+//! writers committing back to back cannot keep a maintainer from the lock for good).
+//!
+//! Rooms: [`Holds`] decides (when to wait, how long to hold, when to give up), on a clock it is
+//! given, so its decisions are unit-tested without timing; [`WriteLock`] carries them out on a
+//! [`LockStore`] (srdp's lock connection, [`SqliteLock`]) and a [`Clock`] (the system's).
 
 use crate::sql::{Ident, Literal};
 use duckdb::Connection;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -59,6 +67,10 @@ pub const CLEAR_FIRST_MS: u64 = 100;
 pub const CLEAR_MAX_MS: u64 = 400;
 /// A call waits this many times its last hold before taking the lock again.
 pub const YIELD_FACTOR: u32 = 2;
+/// A take that found the lock held at least this long met another maintainer's hold (a writer's
+/// commit holds it for a few milliseconds): it yields [`YIELD_FACTOR`] times as long before
+/// taking it.
+pub const OTHERS_HOLD_MS: u64 = 50;
 
 /// The hold before a call's flush when `clears` flushes of the call were cleared for before.
 pub fn clear_hold(clears: u32) -> Duration {
@@ -107,89 +119,273 @@ pub fn yield_for(held: Duration, since_release: Duration) -> Option<Duration> {
         .filter(|d| !d.is_zero())
 }
 
-/// The write lock of one SQLite catalog, on srdp's lock connection.
-pub struct WriteLock<'a> {
-    conn: &'a Connection,
-    file: &'a Path,
-    alias: String,
-    /// A step of this call lost its commit to another writer: later attempts hold the lock.
-    contended: Cell<bool>,
-    /// The metadata file is attached on the lock connection (only `DETACH` then).
-    attached: Cell<bool>,
-    /// When the lock was taken (held now) or the last hold: (taken, released).
-    taken: Cell<Option<Instant>>,
-    last: Cell<Option<(Duration, Instant)>>,
-    /// Flushes of this call the lock cleared the way for ([`clear_hold`]).
-    clears: Cell<u32>,
+/// The wait a take owes the writers after finding the lock held by someone else for `busy`:
+/// [`YIELD_FACTOR`] times that, when it was at least [`OTHERS_HOLD_MS`] (`None`: a writer's
+/// commit, no wait).
+pub fn yield_after_others(busy: Duration) -> Option<Duration> {
+    (busy >= Duration::from_millis(OTHERS_HOLD_MS)).then(|| busy * YIELD_FACTOR)
 }
 
-impl<'a> WriteLock<'a> {
-    pub fn new(conn: &'a Connection, file: &'a Path, catalog_alias: &str) -> Self {
-        WriteLock {
-            conn,
-            file,
-            alias: alias(catalog_alias),
-            contended: Cell::new(false),
-            attached: Cell::new(false),
-            taken: Cell::new(None),
-            last: Cell::new(None),
-            clears: Cell::new(0),
-        }
-    }
+/// The pause between two tries of a busy lock: [`POLL_MS`] times `0.5 + draw` (`draw` in
+/// `[0, 1)`), so pollers do not try in step.
+pub fn poll_pause(draw: f64) -> Duration {
+    Duration::from_millis(POLL_MS).mul_f64(0.5 + draw)
+}
 
-    /// Records a failed attempt; after a lost commit, later attempts hold the lock.
-    pub fn note_failure(&self, message: &str) {
+/// What a call's write lock decides, on the instants it is given: pure, so each decision is
+/// unit-tested without timing.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Holds {
+    /// A step of this call lost its commit to another writer: later attempts hold the lock.
+    contended: bool,
+    /// When the lock was taken, while it is held.
+    taken: Option<Instant>,
+    /// The last hold: how long, and when it was released.
+    last: Option<(Duration, Instant)>,
+    /// Flushes of this call the lock cleared the way for ([`clear_hold`]).
+    clears: u32,
+}
+
+/// What a take does after a try of the lock failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Busy {
+    /// Try again after this pause.
+    Poll(Duration),
+    /// Give up with this message.
+    GiveUp(String),
+}
+
+impl Holds {
+    /// Records a failed attempt of a step; after a lost commit, later attempts hold the lock.
+    pub fn note_failure(&mut self, message: &str) {
         if lost_commit(message) {
-            self.contended.set(true);
+            self.contended = true;
         }
     }
 
     /// Whether the next attempt holds the lock.
     pub fn wanted(&self) -> bool {
-        self.contended.get()
+        self.contended
     }
 
-    /// Takes the lock, polling until `deadline`; the error says why it could not (a message
+    /// Whether the lock is held now.
+    pub fn held(&self) -> bool {
+        self.taken.is_some()
+    }
+
+    /// The wait owed before a take starting at `now`: [`yield_for`] of the last hold.
+    pub fn wait_before_take(&self, now: Instant) -> Option<Duration> {
+        let (held, released) = self.last?;
+        yield_for(held, now.saturating_duration_since(released))
+    }
+
+    /// After a try at `now` failed with `message`: poll again after a pause from `draw` (cut at
+    /// `deadline`), or give up (not a busy lock, or at `deadline`), with the message the step's
+    /// retry policy reads.
+    pub fn after_failed_try(
+        &self,
+        message: &str,
+        now: Instant,
+        deadline: Instant,
+        draw: f64,
+    ) -> Busy {
+        if !lost_commit(message) || now >= deadline {
+            return Busy::GiveUp(format!(
+                "srdp could not take the catalog's write lock for the step: {message}"
+            ));
+        }
+        Busy::Poll(poll_pause(draw).min(deadline.saturating_duration_since(now)))
+    }
+
+    /// Records the lock taken at `now`.
+    pub fn took(&mut self, now: Instant) {
+        self.taken = Some(now);
+    }
+
+    /// Records the lock released at `now`; whether it was held (so the release must run).
+    pub fn released(&mut self, now: Instant) -> bool {
+        match self.taken.take() {
+            Some(taken) => {
+                self.last = Some((now.saturating_duration_since(taken), now));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The hold before this call's next flush ([`clear_hold`]), counted.
+    pub fn next_clear_hold(&mut self) -> Duration {
+        let hold = clear_hold(self.clears);
+        self.clears = self.clears.saturating_add(1);
+        hold
+    }
+}
+
+/// Where the lock is taken and released: srdp's lock connection ([`SqliteLock`]).
+pub trait LockStore {
+    /// Attaches the catalog's metadata file (once per call, before the first try).
+    fn attach(&self) -> Result<(), String>;
+    /// One try: begins a transaction and takes the write lock; on failure the transaction is
+    /// rolled back and the message returned (`database is locked` while another holds it).
+    fn try_take(&self) -> Result<(), String>;
+    /// Releases a held lock (a `ROLLBACK` of the empty write).
+    fn release(&self);
+    /// Detaches the metadata file.
+    fn detach(&self);
+}
+
+/// Time for the lock: the system's ([`SystemClock`]).
+pub trait Clock {
+    fn now(&self) -> Instant;
+    fn sleep(&self, duration: Duration);
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// The write lock of a SQLite catalog's metadata file, on srdp's lock connection.
+pub struct SqliteLock<'a> {
+    conn: &'a Connection,
+    file: &'a Path,
+    alias: String,
+}
+
+impl LockStore for SqliteLock<'_> {
+    fn attach(&self) -> Result<(), String> {
+        self.conn
+            .execute_batch(&attach_sql(self.file, &self.alias))
+            .map_err(|e| {
+                format!(
+                    "srdp could not attach the catalog's metadata file to take its write lock: {e}"
+                )
+            })
+    }
+
+    fn try_take(&self) -> Result<(), String> {
+        let take = take_sql(&self.alias);
+        let attempt = self
+            .conn
+            .execute_batch("BEGIN TRANSACTION")
+            .and_then(|()| self.conn.query_row(&take, [], |_| Ok(())));
+        attempt.map_err(|e| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            e.to_string()
+        })
+    }
+
+    fn release(&self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+    }
+
+    fn detach(&self) {
+        let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+    }
+}
+
+/// The write lock of one SQLite catalog for one call: [`Holds`]' decisions carried out on a
+/// [`LockStore`] and a [`Clock`].
+pub struct WriteLock<'a> {
+    store: Box<dyn LockStore + 'a>,
+    clock: Box<dyn Clock + 'a>,
+    holds: RefCell<Holds>,
+    /// The metadata file is attached (only `DETACH` then).
+    attached: Cell<bool>,
+    jitter: RefCell<crate::retry::Jitter>,
+}
+
+impl<'a> WriteLock<'a> {
+    /// The lock of the metadata file `file` of catalog `catalog_alias`, on srdp's lock
+    /// connection `conn`, on the system clock.
+    pub fn new(conn: &'a Connection, file: &'a Path, catalog_alias: &str) -> Self {
+        let store = SqliteLock {
+            conn,
+            file,
+            alias: alias(catalog_alias),
+        };
+        WriteLock::with(store, SystemClock, crate::retry::Jitter::from_clock())
+    }
+
+    /// The lock on `store` and `clock`, polling with `jitter`'s draws.
+    pub fn with(
+        store: impl LockStore + 'a,
+        clock: impl Clock + 'a,
+        jitter: crate::retry::Jitter,
+    ) -> Self {
+        WriteLock {
+            store: Box::new(store),
+            clock: Box::new(clock),
+            holds: RefCell::new(Holds::default()),
+            attached: Cell::new(false),
+            jitter: RefCell::new(jitter),
+        }
+    }
+
+    /// Records a failed attempt; after a lost commit, later attempts hold the lock.
+    pub fn note_failure(&self, message: &str) {
+        self.holds.borrow_mut().note_failure(message);
+    }
+
+    /// Whether the next attempt holds the lock.
+    pub fn wanted(&self) -> bool {
+        self.holds.borrow().wanted()
+    }
+
+    /// Takes the lock, polling until `deadline`: first waits out [`yield_for`] its last hold;
+    /// when the lock was held by another for long ([`yield_after_others`]), lets it go at once
+    /// and waits that long before taking it (once). The error says why it could not (a message
     /// with `database is locked` when another writer kept it, so the step's retry policy
     /// decides what happens next).
     pub fn take(&self, deadline: Instant) -> Result<(), String> {
-        if let Some((held, released)) = self.last.get() {
-            if let Some(wait) = yield_for(held, released.elapsed()) {
-                std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
-            }
+        let wait = self.holds.borrow().wait_before_take(self.clock.now());
+        if let Some(wait) = wait {
+            self.sleep_until(wait, deadline);
         }
         if !self.attached.get() {
-            self.conn
-                .execute_batch(&attach_sql(self.file, &self.alias))
-                .map_err(|e| {
-                    format!(
-                    "srdp could not attach the catalog's metadata file to take its write lock: {e}"
-                )
-                })?;
+            self.store.attach()?;
             self.attached.set(true);
         }
-        let take = take_sql(&self.alias);
-        let mut jitter = crate::retry::Jitter::from_clock();
+        let mut busy_since: Option<Instant> = None;
+        let mut yielded = false;
         loop {
-            let attempt = self
-                .conn
-                .execute_batch("BEGIN TRANSACTION")
-                .and_then(|()| self.conn.query_row(&take, [], |_| Ok(())));
-            match attempt {
+            match self.store.try_take() {
                 Ok(()) => {
-                    self.taken.set(Some(Instant::now()));
+                    let now = self.clock.now();
+                    let owed = busy_since
+                        .filter(|_| !yielded)
+                        .and_then(|since| yield_after_others(now.saturating_duration_since(since)));
+                    if let Some(wait) = owed {
+                        self.store.release();
+                        (yielded, busy_since) = (true, None);
+                        self.sleep_until(wait, deadline);
+                        continue;
+                    }
+                    self.holds.borrow_mut().took(now);
                     return Ok(());
                 }
-                Err(e) => {
-                    let _ = self.conn.execute_batch("ROLLBACK");
-                    let message = e.to_string();
-                    if !lost_commit(&message) || Instant::now() >= deadline {
-                        return Err(format!(
-                            "srdp could not take the catalog's write lock for the step: {message}"
-                        ));
+                Err(message) => {
+                    let now = self.clock.now();
+                    let draw = self.jitter.borrow_mut().draw();
+                    match self
+                        .holds
+                        .borrow()
+                        .after_failed_try(&message, now, deadline, draw)
+                    {
+                        Busy::GiveUp(error) => return Err(error),
+                        Busy::Poll(pause) => {
+                            busy_since.get_or_insert(now);
+                            self.clock.sleep(pause);
+                        }
                     }
-                    let pause = Duration::from_millis(POLL_MS).mul_f64(0.5 + jitter.draw());
-                    std::thread::sleep(pause);
                 }
             }
         }
@@ -200,9 +396,8 @@ impl<'a> WriteLock<'a> {
     /// that follows at once finds no writer about to commit.
     pub fn clear_the_way(&self, deadline: Instant) -> Result<(), String> {
         self.take(deadline)?;
-        let hold = clear_hold(self.clears.get());
-        self.clears.set(self.clears.get().saturating_add(1));
-        std::thread::sleep(hold.min(deadline.saturating_duration_since(Instant::now())));
+        let hold = self.holds.borrow_mut().next_clear_hold();
+        self.sleep_until(hold, deadline);
         self.release();
         Ok(())
     }
@@ -210,9 +405,18 @@ impl<'a> WriteLock<'a> {
     /// Releases the lock if it is held (a `ROLLBACK` of the empty write; the metadata file stays
     /// attached for the call's next hold); safe to call again.
     pub fn release(&self) {
-        if let Some(taken) = self.taken.take() {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            self.last.set(Some((taken.elapsed(), Instant::now())));
+        let now = self.clock.now();
+        if self.holds.borrow_mut().released(now) {
+            self.store.release();
+        }
+    }
+
+    /// Sleeps `wait`, cut at `deadline`.
+    fn sleep_until(&self, wait: Duration, deadline: Instant) {
+        let left = deadline.saturating_duration_since(self.clock.now());
+        let wait = wait.min(left);
+        if !wait.is_zero() {
+            self.clock.sleep(wait);
         }
     }
 
@@ -220,7 +424,7 @@ impl<'a> WriteLock<'a> {
     /// runs nothing here).
     fn detach(&self) {
         if self.attached.replace(false) {
-            let _ = self.conn.execute_batch(&detach_sql(&self.alias));
+            self.store.detach();
         }
     }
 }
@@ -233,45 +437,4 @@ impl Drop for WriteLock<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_lock_statements() {
-        let lock = alias("Lake");
-        assert_eq!(lock, "__srdp_write_lock_lake");
-        assert_eq!(
-            attach_sql(Path::new("/c/it's.sqlite"), &lock),
-            "ATTACH '/c/it''s.sqlite' AS \"__srdp_write_lock_lake\" (TYPE sqlite, BUSY_TIMEOUT 0)"
-        );
-        assert_eq!(
-            take_sql(&lock),
-            "SELECT count(*) FROM sqlite_query('__srdp_write_lock_lake', 'UPDATE ducklake_metadata SET key = key WHERE 0 RETURNING key')"
-        );
-        assert_eq!(
-            detach_sql(&lock),
-            "DETACH DATABASE IF EXISTS \"__srdp_write_lock_lake\""
-        );
-    }
-
-    #[test]
-    fn only_a_lost_commit_asks_for_the_lock() {
-        assert!(lost_commit("TransactionContext Error: Failed to commit: Failed to commit DuckLake transaction.\nFailed to flush changes into DuckLake: database is locked"));
-        assert!(!lost_commit("Transaction conflict - attempting to compact table with index \"1\" - but another transaction has compacted it"));
-    }
-
-    #[test]
-    fn the_hold_before_a_flush_doubles_up_to_its_cap() {
-        let ms: Vec<u128> = (0..7).map(|c| clear_hold(c).as_millis()).collect();
-        assert_eq!(ms, vec![100, 200, 400, 400, 400, 400, 400]);
-        assert_eq!(clear_hold(u32::MAX).as_millis(), 400);
-    }
-
-    #[test]
-    fn a_call_yields_twice_as_long_as_it_held() {
-        let ms = Duration::from_millis;
-        assert_eq!(yield_for(ms(300), ms(100)), Some(ms(500)));
-        assert_eq!(yield_for(ms(300), ms(600)), None);
-        assert_eq!(yield_for(ms(300), ms(900)), None);
-    }
-}
+mod tests;

@@ -19,7 +19,7 @@ pub use dlt::{
     DltRequest, DEFAULT_DLT_LAYER, DEFAULT_DLT_WRITER,
 };
 pub use single_writer::{
-    check_writer, owner, ownership, pattern_refusal, schema_refusal, Owner, WriterCheck,
+    check_writer, owner, ownership, schema_refusal, Owner, PatternClashes, WriterCheck,
 };
 
 use crate::config::{Config, Rule};

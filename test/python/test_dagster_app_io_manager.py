@@ -303,6 +303,10 @@ def test_a_dry_run_reports_the_plan_once_and_changes_nothing(tmp_path):
     assert [meta["rows_flushed"] for meta in steps.values()] == [15, 15, 0]
     assert summary["dry_run"] is True and summary["srdp/rows_flushed"] == 0
     assert recorded(record) == []
+    # A dry run changed nothing, so it records no table's health: no observation at all (the
+    # hourly monitor records the health; a dry run's would show a step that never ran).
+    assert [e.asset_key for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"] == []
+    assert instance.fetch_observations(dg.AssetKey(["lake", "main", "a"]), limit=10).records == []
 
 
 def test_the_maintenance_job_through_the_dagster_cli_beside_the_application_io_manager(tmp_path):

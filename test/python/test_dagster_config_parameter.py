@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -61,13 +62,15 @@ def test_the_resources_refuse_two_different_paths_and_none(cls, cfg) -> None:
 
 
 def test_run_config_with_config_path_still_works(cfg) -> None:
+    """A run config that repeats the code location's path under the old key runs (with the
+    warning); one that names another file is refused (test_dagster_launch_config)."""
     seen: list[str] = []
 
     @dg.op
     def read(srdp: SrdpResource) -> None:
         seen.append(srdp.config)
 
-    @dg.job(resource_defs={"srdp": SrdpResource.configure_at_launch()})
+    @dg.job(resource_defs={"srdp": SrdpResource(config=cfg)})
     def job() -> None:
         read()
 
@@ -76,6 +79,34 @@ def test_run_config_with_config_path_still_works(cfg) -> None:
     assert result.success and seen == [cfg]
     result = job.execute_in_process(run_config={"resources": {"srdp": {"config": {"config": cfg}}}})
     assert result.success and seen == [cfg, cfg]
+
+
+@pytest.mark.parametrize("cls", [SrdpIOManager, SrdpResource], ids=lambda c: c.__name__)
+def test_config_and_config_path_naming_one_file_are_one_path(cls, cfg, monkeypatch) -> None:
+    """``config="srdp.toml"`` beside ``config_path="<abs>/srdp.toml"`` names one file: accepted
+    (config= kept, as for a copy of the resource, which passes both); a symlink to it too; a
+    different file is refused."""
+    folder = Path(cfg).parent
+    monkeypatch.chdir(folder)
+    resource = cls(config="srdp.toml", config_path=cfg)
+    assert (resource.config, resource.config_path) == ("srdp.toml", "srdp.toml")
+    link = folder / "link.toml"
+    link.unlink(missing_ok=True)
+    link.symlink_to(cfg)
+    assert cls(config=str(link), config_path="./srdp.toml").config == str(link)
+    with pytest.raises(ValueError, match=f"{cls.__name__}: config= and config_path= name different files"):
+        cls(config="srdp.toml", config_path=str(folder / "other" / "srdp.toml"))
+
+
+@pytest.mark.parametrize("build", [srdp_definitions, add_srdp_definitions], ids=lambda f: f.__name__)
+def test_the_definitions_accept_config_and_config_path_naming_one_file(build, cfg, monkeypatch) -> None:
+    monkeypatch.chdir(Path(cfg).parent)
+    args = (dg.Definitions(),) if build is add_srdp_definitions else ()
+    with pytest.warns(DeprecationWarning):
+        defs = build(*args, config="srdp.toml", config_path=cfg, io_manager=True)
+    assert Path(defs.resources["srdp"].config).resolve() == Path(cfg).resolve()
+    with pytest.raises(TypeError, match=f"{build.__name__}\\(\\) got config= and config_path= naming different files"):
+        build(*args, config="srdp.toml", config_path=cfg + ".other")
 
 
 @pytest.mark.parametrize("build", [srdp_definitions, add_srdp_definitions], ids=lambda f: f.__name__)

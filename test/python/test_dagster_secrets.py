@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pyarrow as pa
@@ -127,16 +128,42 @@ def test_one_secrets_list_serves_the_io_manager_the_maintenance_job_and_the_moni
     assert PASSWORD not in logs
 
 
+def refusal(result: dg.ExecuteInProcessResult) -> tuple[str, Any]:
+    """Where the run stopped (``"set-up"``: the resource's set-up, before any step ran; ``"step"``)
+    and the srdp error (Dagster's error info) that stopped it."""
+    for event in result.all_events:
+        if event.event_type_value == "RESOURCE_INIT_FAILURE":
+            return "set-up", event.event_specific_data.error
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    return "step", failure.step_failure_data.error.cause
+
+
+PERSISTENT = (
+    "it would store the secret on disk (PERSISTENT, or IN a storage other than memory), in plain text under "
+    "~/.duckdb/stored_secrets where every later DuckDB process of this OS user loads it; srdp runs temporary "
+    "secrets only: write CREATE SECRET or CREATE TEMPORARY SECRET, without PERSISTENT and IN"
+)
+NAMED = "SrdpResource secrets[1] (dg.EnvVar('BAD_SECRET_SQL'))"
+
+
 @pytest.mark.parametrize(
-    ("statement", "problem"),
+    ("statement", "where", "message"),
     [
-        (f"SELECT '{PASSWORD}'", "it must be exactly one CREATE SECRET statement (found 1 statement(s))"),
-        (f"CREATE SECRET s (TYPE s3, SECRET '{PASSWORD}", "it does not parse (ParserException)"),
-        (f"CREATE SECRET s (TYPE s3, BOGUS '{PASSWORD}')", "DuckDB refused it (BinderException)"),
+        (f"SELECT '{PASSWORD}'", "set-up", f"{NAMED}: it must be exactly one CREATE SECRET statement (found 1 statement(s))"),
+        (f"CREATE SECRET s (TYPE s3, SECRET '{PASSWORD}", "set-up", f"{NAMED}: it does not parse (ParserException)"),
+        (f"CREATE SECRET s (TYPE s3, BOGUS '{PASSWORD}')", "step", "SrdpResource secrets[1]: DuckDB refused it (BinderException)"),
+        # Secrets DuckDB would write in plain text under ~/.duckdb/stored_secrets: refused before they run.
+        (f"CREATE PERSISTENT SECRET s (TYPE s3, SECRET '{PASSWORD}')", "set-up", f"{NAMED}: {PERSISTENT}"),
+        (f"create or replace persistent secret s (TYPE s3, SECRET '{PASSWORD}')", "set-up", f"{NAMED}: {PERSISTENT}"),
+        (f"CREATE SECRET s IN LOCAL_FILE (TYPE s3, SECRET '{PASSWORD}')", "set-up", f"{NAMED}: {PERSISTENT}"),
+        (f'CREATE SECRET IF NOT EXISTS s IN "local_file" (TYPE s3, SECRET \'{PASSWORD}\')', "set-up", f"{NAMED}: {PERSISTENT}"),
+        (f"CREATE/* a comment */PERSISTENT SECRET (TYPE s3, SECRET '{PASSWORD}')", "set-up", f"{NAMED}: {PERSISTENT}"),
     ],
+    ids=["select", "unterminated", "refused by DuckDB", "persistent", "persistent lower case", "in local_file",
+         "in quoted local_file", "persistent after a comment"],
 )
 def test_a_bad_secret_fails_the_maintenance_job_without_showing_it(
-    tmp_path: Path, secret_env: Path, statement: str, problem: str
+    tmp_path: Path, secret_env: Path, statement: str, where: str, message: str
 ) -> None:
     cfg = write_config(tmp_path, CONFIG)
     os.environ["BAD_SECRET_SQL"] = statement
@@ -147,17 +174,21 @@ def test_a_bad_secret_fails_the_maintenance_job_without_showing_it(
     finally:
         del os.environ["BAD_SECRET_SQL"]
     assert not result.success
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
-    error = failure.step_failure_data.error
-    assert error is not None and error.cause is not None
-    assert error.cause.cls_name == "SecretStatementError"
-    assert error.cause.message.strip() == (
-        f"srdp.dagster.resource.SecretStatementError: SrdpResource secrets[1]: {problem}; {HIDDEN}"
+    stopped, error = refusal(result)
+    assert error is not None and error.cls_name == "SecretStatementError"
+    assert (stopped, error.message.strip()) == (
+        where, f"srdp.dagster.resource.SecretStatementError: {message}; {HIDDEN}"
     )
-    assert error.cause.cause is None and error.cause.context is None  # DuckDB's message is not chained
-    everything = error.to_string() + " ".join(str(e.user_message) for e in instance.all_logs(result.run_id))
+    assert error.cause is None and error.context is None  # DuckDB's message is not chained
+    everything = " ".join(str(e.user_message) for e in instance.all_logs(result.run_id)) + " ".join(
+        e.event_specific_data.error.to_string()
+        for e in result.all_events
+        if getattr(e.event_specific_data, "error", None) is not None
+    )
     assert PASSWORD not in everything
     assert not (tmp_path / "catalog").exists()  # nothing attached: the lake was never created
+    # Nothing persisted: DuckDB's secret folder under this HOME was never created.
+    assert not (secret_env / ".duckdb" / "stored_secrets").exists()
 
 
 def test_secret_statements_are_checked_before_any_attach(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path  # noqa: E402
 from urllib.parse import quote, quote_plus  # noqa: E402
 
 import dlt  # noqa: E402
+import duckdb  # noqa: E402
 import pytest  # noqa: E402
 from dlt.common.configuration.specs import AwsCredentials  # noqa: E402
 
@@ -197,3 +198,43 @@ reader_secret = "pg_reader"
     assert not (tmp_path / "pipelines").exists()
     out, err = capfd.readouterr()
     assert tail not in out + err
+
+
+def test_a_failure_that_quotes_the_s3_key_id_and_secret_shows_neither(tmp_path):
+    """The S3 key id and secret are among the texts srdp redacts: DuckDB's parser error about a
+    CREATE SECRET quotes its line, keys included (what dlt's failure carries when its secret
+    statement breaks); srdp's redaction of the failure and of dlt's log records hides both."""
+    from srdp.ingest.dlt.redact import secret_free_logs, secret_texts
+
+    cfg = write_config(tmp_path, f"""
+[catalogs.lake]
+metadata = "sqlite:catalog/lake.sqlite"
+data_path = "s3://srdp-test/lake/"
+{RAW}""")
+    key_id = f"SENTINELKEY{secrets.token_hex(4).upper()}"
+    secret = f"Sentinel/S+{secrets.token_hex(6)}"
+    storage = AwsCredentials(aws_access_key_id=key_id, aws_secret_access_key=secret, region_name="us-east-1")
+    dest = srdp_dlt.destination("lake", config=cfg, storage_credentials=storage)
+    pipeline = dest.pipeline("events", pipelines_dir=str(tmp_path / "pipelines"))
+    con = duckdb.connect()
+    with pytest.raises(duckdb.ParserException) as broken:
+        con.execute(f"CREATE SECRET (KEY_ID '{key_id}', SECRET '{secret}' x)")
+    con.close()
+    error = broken.value
+    assert key_id in str(error) and secret in str(error)  # what a leak would show
+    redacted = dest.secret_free_failure(pipeline, error)
+    assert redacted is not None
+    assert "'***', SECRET '***' x)" in str(redacted), str(redacted)
+    assert key_id not in str(redacted) and secret not in str(redacted)
+    # dlt's log record of the failure, as a handler of the dlt logger writes it.
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    logging.getLogger("dlt").addHandler(handler)
+    try:
+        with secret_free_logs(dest):
+            logging.getLogger("dlt").error("load job failed: %s", error)
+    finally:
+        logging.getLogger("dlt").removeHandler(handler)
+    assert "load job failed" in written.getvalue() and "'***', SECRET '***' x)" in written.getvalue()
+    assert key_id not in written.getvalue() and secret not in written.getvalue()
+    assert set(secret_texts(dest)) == {key_id, secret}

@@ -286,3 +286,27 @@ def test_a_naive_column_is_compared_with_the_partitions_own_wall_time(sqlite_lak
     ]
     with view(sqlite_lake) as v:
         assert v.rows("SELECT count(*), count(DISTINCT ts) FROM lake.analytics.local_events") == [(4, 4)]
+
+
+def test_a_downstream_op_reads_back_an_op_output_written_under_a_table_name(sqlite_lake: Path) -> None:
+    """An op output with ``table`` metadata is written to <schema>.<table> and read back from
+    there by the op that takes it (not from <schema>.<output name>, which does not exist)."""
+    seen: list[list[int]] = []
+
+    @dg.op(out=dg.Out(metadata={"schema": "marts", "table": "renamed"}))
+    def renamed() -> pa.Table:
+        return pa.table({"id": [3, 1, 2]})
+
+    @dg.op
+    def downstream(rows: pa.Table) -> None:
+        seen.append(sorted(rows.column("id").to_pylist()))
+
+    @dg.job(resource_defs={"io_manager": io_manager(sqlite_lake)})
+    def job() -> None:
+        downstream(renamed())
+
+    assert job.execute_in_process().success
+    assert seen == [[1, 2, 3]]
+    with view(sqlite_lake) as v:
+        assert v.table("marts.renamed") == [(1,), (2,), (3,)]
+        assert v.rows("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'lake' AND table_name = 'result'") == [(0,)]

@@ -141,6 +141,25 @@ def test_a_backfill_range_replaces_its_partitions_in_one_snapshot(lake: Path) ->
     assert {(m["srdp/rows_written"], m["srdp/rows_in_slice"]) for m in meta.values()} == {(6, 6)}
 
 
+def test_a_backfill_of_exactly_two_partitions_reports_each_ones_row_count(lake: Path) -> None:
+    """Two partitions are a range too: each partition's materialization carries its own count
+    (2 rows and 3), not the range's 5."""
+    ranged = daily_asset({"2024-01-02": "v2"}, backfill_policy=dg.BackfillPolicy.single_run())
+    io = {"io_manager": io_manager(lake)}
+    job = dg.Definitions(
+        assets=[ranged], jobs=[dg.define_asset_job("backfill", selection=[ranged])], resources=io
+    ).resolve_job_def("backfill")
+    result = job.execute_in_process(
+        tags={"dagster/asset_partition_range_start": "2024-01-02", "dagster/asset_partition_range_end": "2024-01-03"},
+    )
+    assert result.success
+    with view(lake) as v:
+        assert {day: len(rows) for day, rows in rows_by_day(v).items()} == {"2024-01-02": 2, "2024-01-03": 3}
+    meta = by_partition(result, "analytics__sales")
+    assert {k: m["dagster/partition_row_count"] for k, m in meta.items()} == {"2024-01-02": 2, "2024-01-03": 3}
+    assert {(m["srdp/rows_written"], m["srdp/rows_in_slice"]) for m in meta.values()} == {(5, 5)}
+
+
 def test_a_static_partition_replaces_exactly_its_key(lake: Path) -> None:
     versions: dict[str, int] = {}
 

@@ -30,45 +30,77 @@ layer = "curated"
 PASSWORD = "Pa55-w0rd-never-shown"
 HIDDEN = "the statement and DuckDB's message are not shown because they may hold credentials"
 
+PERSISTENT = (
+    "it would store the secret on disk (PERSISTENT, or IN a storage other than memory), in plain text under "
+    "~/.duckdb/stored_secrets where every later DuckDB process of this OS user loads it; srdp runs temporary "
+    "secrets only: write CREATE SECRET or CREATE TEMPORARY SECRET, without PERSISTENT and IN"
+)
+
+#: statement, where the run stops ("set-up": the IO manager's set-up, before any step writes;
+#: "write": at the write, before it attaches), the error's class and its message after the index.
 CASES = {
     "unterminated": (
         f"CREATE SECRET s (TYPE postgres, PASSWORD '{PASSWORD}",
-        "it does not parse (ParserException)",
+        "set-up", "SecretStatementError", "it does not parse (ParserException)",
     ),
     "two statements": (
         f"CREATE SECRET s (TYPE s3, SECRET '{PASSWORD}'); SELECT 1",
-        "it must be exactly one CREATE SECRET statement (found 2 statement(s))",
+        "set-up", "SecretStatementError", "it must be exactly one CREATE SECRET statement (found 2 statement(s))",
     ),
-    "not a secret": (f"SELECT '{PASSWORD}'", "it must be exactly one CREATE SECRET statement (found 1 statement(s))"),
-    "refused by DuckDB": (f"CREATE SECRET s (TYPE s3, BOGUS '{PASSWORD}')", "DuckDB refused it (BinderException)"),
+    "not a secret": (
+        f"SELECT '{PASSWORD}'",
+        "set-up", "SecretStatementError", "it must be exactly one CREATE SECRET statement (found 1 statement(s))",
+    ),
+    "persistent": (f"CREATE PERSISTENT SECRET s (TYPE postgres, PASSWORD '{PASSWORD}')", "set-up", "SecretStatementError", PERSISTENT),
+    "in local_file": (f"CREATE SECRET s IN local_file (TYPE postgres, PASSWORD '{PASSWORD}')", "set-up", "SecretStatementError", PERSISTENT),
+    "refused by DuckDB": (f"CREATE SECRET s (TYPE s3, BOGUS '{PASSWORD}')", "write", "LakeError", "DuckDB refused it (BinderException)"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_bad_secret_statement_fails_the_write_without_showing_it(tmp_path: Path, case: str) -> None:
+def test_a_bad_secret_statement_fails_the_write_without_showing_it(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from srdp.dagster.io_manager import SrdpIOManager
 
-    statement, problem = CASES[case]
+    statement, where, cls, problem = CASES[case]
     cfg = write_config(tmp_path, CONFIG)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("BAD_SECRET_SQL", statement)
 
     @dg.asset(key_prefix=["analytics"])
     def orders() -> pa.Table:
         return pa.table({"id": [1, 2, 3]})
 
     instance = dg.DagsterInstance.ephemeral()
-    io_manager = SrdpIOManager(config_path=str(cfg), secrets=["CREATE SECRET ok (TYPE s3)", statement])
+    io_manager = SrdpIOManager(config_path=str(cfg), secrets=["CREATE SECRET ok (TYPE s3)", dg.EnvVar("BAD_SECRET_SQL")])
     result = dg.materialize([orders], resources={"io_manager": io_manager}, instance=instance, raise_on_error=False)
     assert not result.success
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
-    error = failure.step_failure_data.error
-    assert error is not None and error.cause is not None
-    assert error.cause.cls_name == "LakeError"
-    assert error.cause.message.strip() == f"srdp.lake.errors.LakeError: SrdpIOManager secrets[1]: {problem}; {HIDDEN}"
-    assert error.cause.cause is None and error.cause.context is None  # DuckDB's message is not chained
-    everything = error.to_string() + " ".join(str(e.user_message) for e in instance.all_logs(result.run_id))
+    init = [e for e in result.all_events if e.event_type_value == "RESOURCE_INIT_FAILURE"]
+    if where == "set-up":
+        (failure,) = init
+        error = failure.event_specific_data.error
+        index = "secrets[1] (dg.EnvVar('BAD_SECRET_SQL'))"
+        module = "srdp.dagster.resource"
+    else:
+        assert init == []
+        (failure,) = [e for e in result.all_events if e.is_step_failure]
+        error = failure.step_failure_data.error.cause
+        index, module = "secrets[1]", "srdp.lake.errors"
+    assert error is not None and error.cls_name == cls
+    assert error.message.strip() == f"{module}.{cls}: SrdpIOManager {index}: {problem}; {HIDDEN}"
+    assert error.cause is None and error.context is None  # DuckDB's message is not chained
+    everything = " ".join(str(e.user_message) for e in instance.all_logs(result.run_id)) + " ".join(
+        e.event_specific_data.error.to_string()
+        for e in result.all_events
+        if getattr(e.event_specific_data, "error", None) is not None
+    )
     assert PASSWORD not in everything
-    # Nothing was attached or written: the lake does not even exist.
+    # Nothing was attached or written: the lake does not even exist; nothing was persisted.
     assert not (tmp_path / "catalog").exists()
+    assert not (home / ".duckdb" / "stored_secrets").exists()
 
 
 def test_secrets_reach_the_attach(tmp_path: Path) -> None:

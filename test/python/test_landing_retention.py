@@ -175,3 +175,42 @@ def test_a_load_dlt_made_before_the_window_but_promoted_just_now_keeps_its_files
     assert sorted(str(Path(p).relative_to(zone)) for p in report.deleted) == sorted(
         f for f in before if (loads[0] in f) or (f.startswith(("orders/", "orders__items/")) and loads[1] in f))
     assert raw_rows(cfg) == [(1, 10), (2, 20), (3, 30)]
+
+
+def test_retention_keeps_a_quarantined_loads_marker_and_state_so_it_is_promoted_once_fixed(tmp_path: Path) -> None:
+    """L1 promoted, L2 quarantined (its orders file cut in half), L3 waiting behind it. Retention
+    deletes below the watermark (L2) only: L1's files and marker go; L2's marker, state file and
+    data stay, and L3's. Once L2's file is whole again, L2 and then L3 are promoted. (Deleting
+    L2's marker would leave it unfinished for ever: it could never reach raw.)"""
+    cfg, io, dest, zone = setup(tmp_path)
+    pipeline = dest.pipeline("shop", pipelines_dir=str(tmp_path / "p"))
+    source = [order(1), order(2)]
+    loads = [dest.run(pipeline, orders_resource(source)).loads_ids[0]]
+    assert statuses(promote_landing(dest, "orders", ["orders__items"], io_manager=io)) == [(loads[0], "promoted")]
+    source += [order(3), order(4)]
+    loads.append(dest.run(pipeline, orders_resource(source)).loads_ids[0])
+    source.append(order(5))
+    loads.append(dest.run(pipeline, orders_resource(source)).loads_ids[0])
+    first, bad, after = loads
+    (damaged,) = (zone / "orders").glob(f"{bad}.*.parquet")
+    whole = damaged.read_bytes()
+    damaged.write_bytes(whole[: len(whole) // 2])
+    outcomes = promote_landing(dest, "orders", ["orders__items"], io_manager=io)
+    assert statuses(outcomes) == [(bad, "quarantined"), (after, "waiting")]
+
+    before = data_files(files_under(zone))
+    assert ("orders", first) in before and ("orders", bad) in before
+    report = landing_retention(dest, io_manager=io, older_than=dt.timedelta(0))
+    assert report.watermark == bad
+    left = files_under(zone)
+    assert data_files(left) == [f for f in before if f[1] in (bad, after)]  # L1's data went (it is in raw)
+    assert [f for f in left if f.startswith("_dlt_loads/")] == [f"_dlt_loads/shop__{bad}.jsonl", f"_dlt_loads/shop__{after}.jsonl"]
+    states = [f for f in left if f.startswith("_dlt_pipeline_state/")]
+    assert sorted(f.split("__")[1] for f in states) == [bad, after], states  # L1's state went, L2's stayed
+    assert f"_dlt_loads/shop__{first}.jsonl" not in left
+
+    damaged.write_bytes(whole)  # the project re-delivers the file
+    outcomes = promote_landing(dest, "orders", ["orders__items"], io_manager=io)
+    assert statuses(outcomes) == [(bad, "promoted"), (after, "promoted")]
+    assert raw_rows(cfg) == [(i, i * 10) for i in range(1, 6)]
+    assert raw_rows(cfg, "orders__items") == expected_items([1, 2, 3, 4, 5])

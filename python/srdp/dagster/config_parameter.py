@@ -18,7 +18,13 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, model_validator
 
-__all__ = ["SrdpConfigFile", "config_path_deprecated", "resolve_config_argument", "resolve_resource_config"]
+__all__ = [
+    "SrdpConfigFile",
+    "config_path_deprecated",
+    "resolve_config_argument",
+    "resolve_resource_config",
+    "same_file",
+]
 
 #: Frames of these packages are skipped when the warning looks for the caller's line.
 _INTERNAL = (
@@ -38,6 +44,18 @@ def config_path_deprecated(where: str) -> str:
     )
 
 
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two spellings of a path name one file: ``srdp.toml`` and ``/abs/srdp.toml`` from
+    that folder, a symlink and its target (both existing), or the same absolute path."""
+    a, b = os.fspath(a), os.fspath(b)
+    if os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b)):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist: different spellings of different files
+        return False
+
+
 def _warn(where: str) -> None:
     """Warns at the first frame outside Dagster, pydantic and this package (the user's line)."""
     level, frame = 2, sys._getframe(1)  # stacklevel 2 is _warn's caller, frame 1
@@ -53,7 +71,7 @@ def resolve_resource_config(where: str, data: Any) -> Any:
     if not isinstance(data, Mapping):
         return data
     config, old = data.get("config"), data.get("config_path")
-    if old is not None and config is not None and str(old) != str(config):
+    if old is not None and config is not None and not same_file(str(old), str(config)):
         raise ValueError(
             f"{where}: config= and config_path= name different files ({str(config)!r}, {str(old)!r}); "
             "give config= only"
@@ -71,7 +89,7 @@ def resolve_config_argument(
 ) -> str | os.PathLike[str]:
     """A function's ``config`` from ``config=`` or the deprecated ``config_path=`` (warned)."""
     if config_path is not None:
-        if config is not None and os.fspath(config) != os.fspath(config_path):
+        if config is not None and not same_file(config, config_path):
             raise TypeError(f"{where}() got config= and config_path= naming different files; give config= only")
         _warn(where)
         config = config_path

@@ -36,6 +36,8 @@ from pydantic import Field
 from srdp.dagster.config_parameter import SrdpConfigFile
 from srdp.dagster.op_outputs import OpOutput, refuse_other_writer
 from srdp.dagster.secret_hint import with_secrets_hint
+from srdp.dagster.launch_config import refuse_launch_changes, secret_variables
+from srdp.dagster.resource import check_secret_statements
 from srdp.dagster.tables import PARTITION_EXPR_KEY, IOManagerError, resolve_table
 from srdp.lake import frames as handlers
 from srdp.lake.names import TableRef
@@ -60,6 +62,13 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
     #: role secrets, S3 credentials). Pass each with ``dg.EnvVar`` so that the run config shows
     #: the variable's name only; srdp never logs them or puts them in an error.
     secrets: list[str] = Field(default_factory=list)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Before anything attaches: refuses a run config that changes a field the code location
+        gave (the srdp.toml path, catalog, writer, secrets: :mod:`srdp.dagster.launch_config`),
+        and a ``secrets`` entry that is not one temporary CREATE SECRET (named by its variable)."""
+        refuse_launch_changes(self, context)
+        check_secret_statements(type(self).__name__, self.secrets, secret_variables(context))
 
     # --- writes -------------------------------------------------------------------------
     @with_secrets_hint

@@ -13,10 +13,18 @@ from pydantic import Field
 
 import srdp
 from srdp.dagster.config_parameter import SrdpConfigFile
+from srdp.dagster.launch_config import refuse_launch_changes, secret_variables
 from srdp.dagster.secret_hint import with_secrets_hint
-from srdp.lake.session import create_secret
+from srdp.lake.secrets import create_secret, secret_problem
 
-__all__ = ["NO_STORAGE_IO_MANAGER_KEY", "RESOURCE_KEY", "NoStorageIOManager", "SecretStatementError", "SrdpResource"]
+__all__ = [
+    "NO_STORAGE_IO_MANAGER_KEY",
+    "RESOURCE_KEY",
+    "NoStorageIOManager",
+    "SecretStatementError",
+    "SrdpResource",
+    "check_secret_statements",
+]
 
 #: The resource key srdp's ops require.
 RESOURCE_KEY = "srdp"
@@ -30,8 +38,25 @@ _NOT_SHOWN = "the statement and DuckDB's message are not shown because they may 
 
 
 class SecretStatementError(ValueError):
-    """An entry of ``SrdpResource.secrets`` is not one CREATE SECRET statement DuckDB accepts;
-    the message says which entry and why, never its text."""
+    """An entry of ``secrets`` (``SrdpResource``, ``SrdpIOManager``) is not one temporary CREATE
+    SECRET statement DuckDB accepts; the message says which entry (its index, and the
+    ``dg.EnvVar`` it came from) and why, never its text."""
+
+
+def check_secret_statements(where: str, statements: Sequence[str], variables: Sequence[str | None] = ()) -> None:
+    """Refuses the first of ``statements`` that is not one temporary CREATE SECRET statement
+    (:func:`srdp.lake.secrets.secret_problem`: parsed, nothing runs), by its index and, from
+    ``variables``, the environment variable it came from; never its text."""
+    con = duckdb.connect()  # DuckDB's parser only: nothing is attached, loaded or created
+    try:
+        for index, statement in enumerate(statements):
+            problem = secret_problem(con, statement)
+            if problem is not None:
+                variable = variables[index] if index < len(variables) else None
+                named = f" (dg.EnvVar({variable!r}))" if variable else ""
+                raise SecretStatementError(f"{where} secrets[{index}]{named}: {problem}; {_NOT_SHOWN}")
+    finally:
+        con.close()
 
 
 class SrdpResource(dg.ConfigurableResource, SrdpConfigFile):
@@ -46,6 +71,13 @@ class SrdpResource(dg.ConfigurableResource, SrdpConfigFile):
     #: DuckDB settings set on each connection before it attaches (dagster-duckdb's
     #: ``connection_config``): ``{"arrow_large_buffer_size": True, "threads": 2}``.
     connection_config: dict[str, Any] = Field(default_factory=dict)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Before anything attaches: refuses a run config that changes a field the code location
+        gave (the srdp.toml path, the secrets, the settings: :mod:`srdp.dagster.launch_config`),
+        and a ``secrets`` entry that is not one temporary CREATE SECRET (named by its variable)."""
+        refuse_launch_changes(self, context)
+        check_secret_statements(type(self).__name__, self.secrets, secret_variables(context))
 
     @with_secrets_hint
     def connect(self, catalogs: Sequence[str] | None = None, role: str = "writer") -> duckdb.DuckDBPyConnection:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import threading
 import time
 import uuid
@@ -31,6 +30,7 @@ import srdp
 from srdp.lake.errors import LakeError
 from srdp.lake.frames import Source, column_names
 from srdp.lake.names import TableRef, quote
+from srdp.lake.secrets import create_secret, secret_problem
 from srdp.lake.slices import Slice
 
 __all__ = ["LakeSession", "WritePlan", "WriteResult", "create_secret", "lossless", "secret_problem"]
@@ -51,9 +51,6 @@ _SOURCE = "__srdp_io_source"
 
 #: The error a streamed output's INSERT raises at its first row outside the partition.
 _OUTSIDE = "srdp: output row outside the partition"
-
-#: What a ``secrets`` entry must be: one CREATE SECRET statement.
-_CREATE_SECRET = re.compile(r"\s*CREATE\s+(OR\s+REPLACE\s+)?((PERSISTENT|TEMPORARY)\s+)?SECRET\b", re.IGNORECASE)
 
 
 #: Type families inside which an output column is cast to the table's type when its values allow.
@@ -465,30 +462,6 @@ class LakeSession:
             if self.columns(table) is None:
                 raise LakeError(f"{table.name} does not exist; materialize its asset first") from None
             raise
-
-
-def create_secret(con: duckdb.DuckDBPyConnection, statement: str) -> str | None:
-    """Runs ``statement`` on ``con`` when it is one CREATE SECRET statement; otherwise, or when
-    DuckDB refuses it, why not (never quoting the statement or DuckDB's message, which hold
-    credentials)."""
-    problem = secret_problem(con, statement)
-    if problem is None:
-        try:
-            con.execute(statement)
-        except duckdb.Error as error:
-            problem = f"DuckDB refused it ({type(error).__name__})"
-    return problem
-
-
-def secret_problem(con: duckdb.DuckDBPyConnection, statement: str) -> str | None:
-    """Why ``statement`` is not one CREATE SECRET statement, or None (never quotes it)."""
-    try:
-        parsed = con.extract_statements(statement)
-    except duckdb.Error as error:
-        return f"it does not parse ({type(error).__name__})"
-    if len(parsed) != 1 or not _CREATE_SECRET.match(statement):
-        return f"it must be exactly one CREATE SECRET statement (found {len(parsed)} statement(s))"
-    return None
 
 
 def partition_counts(con: duckdb.DuckDBPyConnection, table: TableRef, plan: WritePlan) -> dict[str, int]:

@@ -177,3 +177,64 @@ fn dlt_raw_and_malformed_patterns_are_refused() {
         assert_eq!(refusal(extra), expected);
     }
 }
+
+#[test]
+fn among_thousands_of_patterns_the_first_overlapping_one_above_is_named() {
+    // 3,000 patterns of dbt that overlap nothing, and around them two that the last pattern, of
+    // another writer, overlaps: one longer and one shorter than it. The refusal names the one
+    // higher in the file, whichever it is, as a scan of every pattern above would.
+    let block = |prefix: &str, writer: &str| {
+        format!(
+            "\n[catalogs.lake.schemas.\"{prefix}*\"]\nwriter = \"{writer}\"\nlayer = \"curated\"\n"
+        )
+    };
+    let filler = |from: usize| -> String {
+        (from..from + 1500)
+            .map(|i| block(&format!("dbt_{i:05}_"), "dbt"))
+            .collect()
+    };
+    let line_of = |text: &str, prefix: &str| {
+        let at = text.find(&format!("\"{prefix}*\"]")).unwrap();
+        text[..at].lines().count()
+    };
+    for (first, second) in [("team_a_b_", "team_"), ("team_", "team_a_b_")] {
+        let extra = format!(
+            "{}{}{}{}{}",
+            filler(0),
+            block(first, "dbt"),
+            filler(1500),
+            block(second, "dbt"),
+            block("team_a_", "io_manager")
+        );
+        let text = format!("{BASE}{extra}");
+        assert_eq!(
+            refusal(&extra),
+            format!(
+                "/etc/srdp/srdp.toml:{}: key 'catalogs.lake.schemas.\"team_a_*\"': pattern \
+                 \"team_a_*\" of writer 'io_manager' overlaps pattern \"{first}*\" (line {}) of \
+                 writer 'dbt': a schema such as \"{}\" matches both; with the single_writer rule \
+                 on, a schema has exactly one writer. Narrow the pattern, rename the schema, or \
+                 relax the rule with the line `single_writer = false` under [rules]",
+                line_of(&text, "team_a_"),
+                line_of(&text, first),
+                crate::config::shared_name("team_a_", first)
+            )
+        );
+    }
+    // The same file with the last pattern given to dbt too is accepted.
+    let extra = format!(
+        "{}{}{}",
+        filler(0),
+        block("team_", "dbt"),
+        block("team_a_", "dbt")
+    );
+    assert_eq!(
+        parse_with(&extra)
+            .unwrap()
+            .catalog("lake")
+            .unwrap()
+            .patterns
+            .len(),
+        1502
+    );
+}

@@ -32,6 +32,10 @@ from srdp.ingest.dlt.target import DltTarget
 
 __all__ = ["secret_free_failure", "secret_free_logs", "secret_texts"]
 
+#: The end of a storage credential field that names the key (``aws_access_key_id``): dlt does not
+#: mark it secret, but with the secret it is the credential, so srdp redacts it too.
+_KEY_ID = "key_id"
+
 #: dlt's logger when its runtime configuration names none (``runtime.log_name``).
 DLT_LOGGER = "dlt"
 
@@ -135,7 +139,9 @@ class _SecretFreeRecords(logging.Filter):
 
 
 def secret_texts(target: DltTarget) -> list[str]:
-    """The secrets given for ``target`` in every form dlt or libpq may print, longest first."""
+    """The secrets given for ``target`` in every form dlt or libpq may print, longest first: the
+    catalog password, and each storage credential field dlt marks secret (the S3 secret, a
+    session token) or that names the key (the S3 key id)."""
     texts: set[str] = set()
     if target.catalog_password is not None:
         password = target.catalog_password.reveal()
@@ -144,7 +150,7 @@ def secret_texts(target: DltTarget) -> list[str]:
     if creds is not None and hasattr(creds, "get_resolvable_fields"):
         for name, hint in creds.get_resolvable_fields().items():
             value = getattr(creds, name, None)
-            if is_secret_hint(hint) and isinstance(value, str):
+            if (is_secret_hint(hint) or name.endswith(_KEY_ID)) and isinstance(value, str):
                 texts.add(value)
     return sorted((t for t in texts if t), key=len, reverse=True)
 
