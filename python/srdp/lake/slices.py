@@ -21,7 +21,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any
 
 import duckdb
@@ -48,9 +47,10 @@ _PARSE_PREFIX = "SELECT ("
 _PARSE_SUFFIX = ") FROM __srdp_partition_expr"
 
 
-def check_partition_expr(asset: str, partition_expr: Any) -> None:
+def check_partition_expr(asset: str, partition_expr: Any, con: duckdb.DuckDBPyConnection | None = None) -> None:
     """Refuses a ``partition_expr`` (a string, or a mapping of dimension to string) that is not
-    one SQL expression (see :func:`partition_expr_problem`); None passes (nothing to check)."""
+    one SQL expression (see :func:`partition_expr_problem`, which parses on a cursor of ``con``
+    when given); None passes (nothing to check)."""
     if partition_expr is None:
         return
     if isinstance(partition_expr, Mapping):
@@ -59,25 +59,40 @@ def check_partition_expr(asset: str, partition_expr: Any) -> None:
         entries = [("partition_expr", partition_expr)]
     for label, expr in entries:
         if isinstance(expr, str):
-            problem = partition_expr_problem(expr)
+            problem = partition_expr_problem(expr, con)
         else:
             problem = f"it is of type {type(expr).__name__}, not a string"
         if problem is not None:
             raise LakeError(f"asset {asset!r}: {label} {expr!r} is refused: {problem}. {PARTITION_EXPR_RULE}")
 
 
-@lru_cache(maxsize=256)
-def partition_expr_problem(expr: str) -> str | None:
-    """Why ``expr`` is not one SQL expression over a table's columns, or None.
+#: partition_expr_problem's answers in this process, per expression (at most _PROBLEMS_KEPT).
+_PROBLEMS: dict[str, str | None] = {}
+_PROBLEMS_KEPT = 256
+
+
+def partition_expr_problem(expr: str, con: duckdb.DuckDBPyConnection | None = None) -> str | None:
+    """Why ``expr`` is not one SQL expression over a table's columns, or None; kept per
+    expression for the life of the process.
 
     DuckDB's parser reads ``SELECT (<expr>) FROM __srdp_partition_expr`` (the text is a bound
-    parameter of ``json_serialize_sql``, on a connection of its own: nothing runs), and the tree
+    parameter of ``json_serialize_sql`` on a cursor of ``con``, or without one on a new
+    in-memory database, which costs a process tens of milliseconds: nothing runs), and the tree
     must be exactly that query: one statement, one select-list entry, no clause and no FROM but
     the placeholder, at its place in the text. The expression's own parentheses must balance by
     DuckDB's tokenizer (they never close the ones around it: ``a) OR (b`` parses here but turns
     ``(expr) >= ? AND (expr) < ?`` into another condition), and it holds no subquery (it would
     read another table) and no parameter (it would shift the slice's bound values).
     """
+    if expr not in _PROBLEMS:
+        if len(_PROBLEMS) >= _PROBLEMS_KEPT:
+            _PROBLEMS.clear()
+        _PROBLEMS[expr] = _problem(expr, con)
+    return _PROBLEMS[expr]
+
+
+def _problem(expr: str, con: duckdb.DuckDBPyConnection | None) -> str | None:
+    """:func:`partition_expr_problem`, not kept."""
     if not expr.strip():
         return "it is empty"
     depth = 0
@@ -91,11 +106,11 @@ def partition_expr_problem(expr: str) -> str | None:
     if depth != 0:
         return "its parentheses do not balance"
     text = f"{_PARSE_PREFIX}{expr}{_PARSE_SUFFIX}"
-    con = duckdb.connect(":memory:")
+    parser = con.cursor() if con is not None else duckdb.connect(":memory:")
     try:
-        serialized = con.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+        serialized = parser.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
     finally:
-        con.close()
+        parser.close()
     tree = json.loads(serialized[0]) if serialized else {"error": True, "error_message": "no result"}
     if tree.get("error"):
         return f"it is not one SQL expression (DuckDB's parser: {tree.get('error_message')})"
