@@ -5,6 +5,8 @@ the rules) and creates the lake if missing; later loads of that pipeline in that
 the rules of that answer and log its warnings without asking again. A changed srdp.toml is seen
 by the next process on the same pipeline folder, and in the same process by a destination asked
 anew. Real dlt 1.31 and real DuckLake (SQLite catalog); the lake is read with plain SQL.
+Statements that only read run without a commit label (they make no snapshot; test_dlt_audit.py
+checks that every write still carries one).
 """
 
 from __future__ import annotations
@@ -127,3 +129,20 @@ def test_a_changed_srdp_toml_is_seen_by_the_next_process_on_the_same_pipeline(tm
     assert relaxed["refused"] is None
     assert len(relaxed["warnings"]) == 1 and "srdp rule raw_append_only is relaxed by" in relaxed["warnings"][0]
     assert ids(cfg) == [20, 21]
+
+
+@pytest.mark.parametrize(("query", "unlabelled"), [
+    ('SELECT "version" FROM "raw"."_dlt_version" ORDER BY inserted_at DESC LIMIT 1', True),
+    ("  select 1 from information_schema.schemata;", True),
+    ("DESCRIBE raw.events", True),
+    ("SHOW TABLES", True),
+    ('INSERT INTO "raw"."_dlt_loads" VALUES (1)', False),
+    ("SELECT 1; INSERT INTO raw.t VALUES (1)", False),  # more than one statement: labelled
+    ("WITH x AS (SELECT 1) INSERT INTO raw.t SELECT * FROM x", False),
+    ("CREATE TABLE raw.t (id BIGINT)", False),
+    ("SELECTED", False),
+])
+def test_only_one_statement_that_reads_runs_without_a_label(query: str, unlabelled: bool) -> None:
+    from srdp.ingest.dlt.audited import reads_only
+
+    assert reads_only(query) is unlabelled
