@@ -5,7 +5,9 @@ destination, side by side.
 Each side, in a fresh process of its own per round, on a lake of its own (SQLite catalog, local
 data, created by ``srdp_attach_catalog`` before the clock): one pipeline, a first load of ROWS
 orders (with nested items: dlt makes a child table), then LOADS incremental loads of BATCH new
-orders each (append; what raw_append_only allows), each timed alone.
+orders each (append; what raw_append_only allows), each timed alone. The two processes run in
+lockstep: load by load, one side then the other (which goes first alternates), so that each
+pair of loads meets the same moment of a shared machine.
 
 * **srdp**: ``destination("lake").pipeline("shop")``, then ``dest.run(pipeline, data)`` per load:
   srdp.toml read and the writer checked (once per pipeline and process), the rules applied, the
@@ -15,8 +17,8 @@ orders each (append; what raw_append_only allows), each timed alone.
   ``pipeline.run(data, write_disposition="append")`` per load.
 
 Both lakes must end with the same rows in ``raw.orders`` and ``raw.orders__items`` and the same
-number of completed loads. The figure is the median over rounds of the per-round ratio of the
-sides' median incremental load (goal <= 1.05), and the same for the first load.
+number of completed loads. A round's figure is the median of its pairs' ratios srdp / dlt; the
+result is the median over rounds (goal <= 1.05 for the incremental loads; the first load beside).
 
     .venv/bin/python bench/bench_dlt.py                # 5 rounds of 1 + 10 loads
     .venv/bin/python bench/bench_dlt.py --quick        # 2 rounds of 1 + 4 loads
@@ -64,8 +66,10 @@ def orders(start: int, n: int) -> list[dict[str, Any]]:
     ]
 
 
-def run(spec: dict) -> dict:
-    """One side: a first load and ``loads`` incremental ones, each timed."""
+def serve(spec: dict) -> None:
+    """One side, in lockstep with the other: sets the lake and the pipeline up, then answers on
+    stdin ``ready``, ``load`` (the next load, timed: the first of ``rows`` orders, then ``batch``
+    each) and ``state`` (the lake's rows and completed loads; then it exits)."""
     import dlt
     import srdp
     import srdp.ingest.dlt as srdp_dlt
@@ -93,37 +97,43 @@ def run(spec: dict) -> dict:
         def load(data: Any) -> Any:
             return pipeline.run(data, write_disposition="append")
 
-    seconds = []
     start_id = 0
-    for number in range(spec["loads"] + 1):
-        n = spec["rows"] if number == 0 else spec["batch"]
-        data = dlt.resource(orders(start_id, n), name="orders")
-        start = time.perf_counter()
-        info = load(data)
-        seconds.append(time.perf_counter() - start)
-        assert not info.has_failed_jobs
-        start_id += n
-    con = srdp.connect(config=config)
-    con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
-    state = {
-        "orders": list(con.execute("SELECT count(*), sum(id), sum(amount) FROM lake.raw.orders").fetchone()),
-        "items": list(con.execute("SELECT count(*), sum(qty) FROM lake.raw.orders__items").fetchone()),
-        "loads": con.execute("SELECT count(*) FROM lake.raw._dlt_loads WHERE status = 0").fetchone()[0],
-    }
-    con.execute("DETACH lake")
-    return {"first_s": seconds[0], "incremental_s": seconds[1:], "state": state, "rss_peak_mb": sides.peak_rss_mb()}
+    for command in sys.stdin:
+        if command.strip() == "ready":  # set up: the lake and the pipeline exist
+            sides.emit({"ready": True})
+            continue
+        if command.strip() == "load":
+            n = spec["rows"] if start_id == 0 else spec["batch"]
+            data = dlt.resource(orders(start_id, n), name="orders")
+            start = time.perf_counter()
+            info = load(data)
+            seconds = time.perf_counter() - start
+            assert not info.has_failed_jobs
+            start_id += n
+            sides.emit({"seconds": seconds})
+            continue
+        con = srdp.connect(config=config)
+        con.execute("SELECT * FROM srdp_attach_catalog('lake')").fetchall()
+        state = {
+            "orders": list(con.execute("SELECT count(*), sum(id), sum(amount) FROM lake.raw.orders").fetchone()),
+            "items": list(con.execute("SELECT count(*), sum(qty) FROM lake.raw.orders__items").fetchone()),
+            "loads": con.execute("SELECT count(*) FROM lake.raw._dlt_loads WHERE status = 0").fetchone()[0],
+        }
+        con.execute("DETACH lake")
+        sides.emit({"state": state, "rss_peak_mb": sides.peak_rss_mb()})
+        return
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="2 rounds of 1 + 4 loads")
     ap.add_argument("--rounds", type=int, help="rounds (default 5; 2 with --quick)")
     ap.add_argument("--loads", type=int, help="incremental loads per round (default 10; 4 with --quick)")
     ap.add_argument("--out", help="JSON result file (default bench/results/dlt[-quick].json)")
     args = ap.parse_args()
-    if args.worker:
-        sides.emit(run(json.loads(args.worker)))
+    if args.serve:
+        serve(json.loads(args.serve))
         return 0
     rounds = args.rounds or (2 if args.quick else 5)
     loads = args.loads or (4 if args.quick else 10)
@@ -133,23 +143,44 @@ def main() -> int:
     print(f"dlt loads: a first load of {ROWS:,} orders, then {loads} loads of {BATCH} each, {rounds} rounds, "
           f"load average {sides.load_average()}", flush=True)
     wall = time.perf_counter()
-    incremental = sides.Scenario(f"incremental load ({BATCH} orders)", ["srdp", "dlt ducklake"], goals={"dlt ducklake": GOAL})
-    first = sides.Scenario(f"first load ({ROWS:,} orders)", ["srdp", "dlt ducklake"])
-    states: dict[str, Any] = {}
-
-    def one(sc: sides.Scenario, side: str, turn: int) -> tuple[float, float]:
-        root = work / f"r{turn}-{side.split()[0]}"
-        r = sides.spawn(script, {"root": str(root), "side": side, "rows": ROWS, "batch": BATCH, "loads": loads})
-        shutil.rmtree(root, ignore_errors=True)
-        other = states.setdefault(turn, r["state"])
-        sides.check(r["state"] == other, f"round {turn}: {side} left {r['state']}, the other side {other}")
-        sides.check(r["state"]["loads"] == loads + 1, f"{side}: {r['state']['loads']} completed loads")
-        first.add(side, r["first_s"], r["rss_peak_mb"])
-        incremental.extra.setdefault("each", {}).setdefault(side, []).append(r["incremental_s"])
-        return statistics.median(r["incremental_s"]), r["rss_peak_mb"]
-
+    srdp_side, dlt_side = "srdp", "dlt ducklake"
+    incremental = sides.Scenario(f"incremental load ({BATCH} orders)", [srdp_side, dlt_side], goals={dlt_side: GOAL})
+    first = sides.Scenario(f"first load ({ROWS:,} orders)", [srdp_side, dlt_side])
     try:
-        sides.run_rounds([incremental], rounds, one, log=lambda line: print(line, flush=True))
+        for turn in range(rounds):
+            load = sides.load_average()
+            print(f"  round {turn + 1}/{rounds} (load average {load})", flush=True)
+            workers = {
+                side: sides.Worker(script, {"root": str(work / f"r{turn}-{side.split()[0]}"), "side": side,
+                                            "rows": ROWS, "batch": BATCH}, work / f"r{turn}-{side.split()[0]}.log")
+                for side in (srdp_side, dlt_side)
+            }
+            try:
+                for worker in workers.values():
+                    worker.ask("ready")
+                times: dict[str, list[float]] = {srdp_side: [], dlt_side: []}
+                for number in range(loads + 1):
+                    for side in sides.rotate([srdp_side, dlt_side], turn + number):
+                        times[side].append(workers[side].ask("load")["seconds"])
+                ends = {side: w.ask("state") for side, w in workers.items()}
+            finally:
+                for worker in workers.values():
+                    worker.close()
+            sides.check(ends[srdp_side]["state"] == ends[dlt_side]["state"],
+                        f"round {turn}: srdp left {ends[srdp_side]['state']}, dlt {ends[dlt_side]['state']}")
+            sides.check(ends[srdp_side]["state"]["loads"] == loads + 1, f"{ends[srdp_side]['state']['loads']} loads")
+            pairs = [a / b for a, b in zip(times[srdp_side][1:], times[dlt_side][1:])]
+            incremental.round_ratios.setdefault(dlt_side, []).append(statistics.median(pairs))
+            first.round_ratios.setdefault(dlt_side, []).append(times[srdp_side][0] / times[dlt_side][0])
+            for side in (srdp_side, dlt_side):
+                incremental.add(side, statistics.median(times[side][1:]), ends[side]["rss_peak_mb"])
+                first.add(side, times[side][0], ends[side]["rss_peak_mb"])
+                incremental.extra.setdefault("each", {}).setdefault(side, []).append(times[side][1:])
+            incremental.loads.append(load)
+            print(f"    srdp {statistics.median(times[srdp_side][1:]):.3f} s, dlt {statistics.median(times[dlt_side][1:]):.3f} s "
+                  f"per incremental load (median); pairs srdp / dlt: median {statistics.median(pairs):.2f} "
+                  f"({min(pairs):.2f}-{max(pairs):.2f}); first load {times[srdp_side][0]:.2f} / "
+                  f"{times[dlt_side][0]:.2f} s", flush=True)
     except sides.BenchError as error:
         print(f"\nFAILED: {error}\nlakes kept in {work}", file=sys.stderr)
         return 1
@@ -157,8 +188,9 @@ def main() -> int:
     table = sides.render([incremental, first])
     print()
     print(table)
-    print(f"\nincremental: per round, each side's median over its {loads} incremental loads; ratio = srdp / dlt, the "
-          f"median of the per-round ratios (each side a fresh process and lake; the order rotates by round). "
+    print(f"\nincremental: the two sides run in lockstep, each in a process and on a lake of its own: load by load, one "
+          f"side then the other (which goes first alternates). A round's ratio is the median of its {loads} pairs' "
+          f"srdp / dlt; the table's ratio the median over rounds; seconds: medians per round. "
           f"load: the 1-minute load average before each round (now {sides.load_average()}). total wall time "
           f"{time.perf_counter() - wall:.0f} s")
     sides.write_results(out_path, [incremental, first], table, rows=ROWS, batch=BATCH, loads=loads, rounds=rounds)

@@ -77,6 +77,37 @@ def emit(out: dict) -> None:
     sys.stdout.flush()
 
 
+class Worker:
+    """A worker process run in lockstep with others: ``script --serve <spec>`` answers every
+    command line on its stdin with one MARK line of JSON (stderr goes to a file, so that a
+    chatty worker never blocks on a full pipe)."""
+
+    def __init__(self, script: str, spec: dict, log: Path) -> None:
+        self.log = log
+        self._err = log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, script, "--serve", json.dumps(spec)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True,
+        )
+
+    def ask(self, command: str) -> dict:
+        """Sends ``command``; its answer."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        for line in self.proc.stdout:
+            if line.startswith(MARK):
+                return json.loads(line[len(MARK):])
+        self.close()
+        raise BenchError(f"worker failed on {command!r} (exit {self.proc.returncode}):\n{self.log.read_text()[-4000:]}")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        self.proc.wait()
+        self._err.close()
+
+
 def rotate(sides: Sequence[str], turn: int) -> list[str]:
     """Which side runs first changes from round to round."""
     k = turn % len(sides)
@@ -95,6 +126,9 @@ class Scenario:
     goals: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, list[float]] = field(default_factory=dict)
     rss_mb: dict[str, list[float]] = field(default_factory=dict)
+    #: Per other side, the per-round ratios when a round computes its own (lockstep sides: the
+    #: median of the ratios of the round's back-to-back pairs); otherwise seconds / seconds.
+    round_ratios: dict[str, list[float]] = field(default_factory=dict)
     loads: list[float] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -105,6 +139,8 @@ class Scenario:
 
     def ratios(self, other: str, of: str = "seconds") -> list[float]:
         """srdp / ``other``, one per round (rounds where both sides ran)."""
+        if of == "seconds" and other in self.round_ratios:
+            return self.round_ratios[other]
         mine = (self.seconds if of == "seconds" else self.rss_mb).get(self.srdp, [])
         theirs = (self.seconds if of == "seconds" else self.rss_mb).get(other, [])
         return [a / b for a, b in zip(mine, theirs) if b > 0]
