@@ -114,8 +114,13 @@ bench: postgres release
 	$(PY) bench/bench.py
 	$(PY) bench/bench_pg.py
 	$(PY) bench/bench_io.py
+	$(PY) bench/bench_partitions.py
+	$(PY) bench/bench_unpartitioned.py
+	$(PY) bench/bench_history.py
+	$(PY) bench/bench_dlt.py
 	$(PY) bench/bench_steady.py
 	$(PY) bench/profile_steps.py
+	$(PY) bench/profile_steps.py --history --detail 15
 	$(PY) bench/bench_health.py
 	$(PY) bench/bench_scale.py
 	$(PY) bench/load.py --max-retry-seconds 30

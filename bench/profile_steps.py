@@ -11,6 +11,9 @@ Parquet work lands on the last metadata query before it.
 
     .venv/bin/python bench/profile_steps.py                 # 100 datasets
     .venv/bin/python bench/profile_steps.py --datasets 30
+    .venv/bin/python bench/profile_steps.py --history       # bench_history.py's lake: 50 tables x 40 snapshots
+
+Each line: the statements of that kind, their time and their number per dataset.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
+import bench_history  # noqa: E402
 
 # srdp's own statements, by what they contain; everything else in the log is DuckLake's.
 SRDP_STATEMENTS = [
@@ -61,9 +65,9 @@ def classify(statement: str, srdp_side: bool, planning: bool) -> tuple[str, str]
     return "other", "other"
 
 
-def profile(con, sql_steps, srdp_side: bool) -> tuple[float, dict[tuple[str, str], float], int]:
+def profile(con, sql_steps, srdp_side: bool) -> tuple[float, dict[tuple[str, str], float], int, dict[tuple[str, str], int]]:
     """Runs `sql_steps(con)` with the QueryLog on; returns the wall time, the seconds per
-    (side, what) and the number of logged statements."""
+    (side, what), the number of logged statements and the statements per (side, what)."""
     con.execute("CALL truncate_duckdb_logs()")
     con.execute("CALL enable_logging('QueryLog')")
     start = time.perf_counter()
@@ -90,9 +94,29 @@ def profile(con, sql_steps, srdp_side: bool) -> tuple[float, dict[tuple[str, str
             if i + 1 < len(keys) and keys[i + 1][1] == "COMMIT":
                 keys[i + 1] = ("srdp", "BEGIN / COMMIT of srdp's own")
     spent: dict[tuple[str, str], float] = {}
+    counted: dict[tuple[str, str], int] = {}
     for key, (t0, _), (t1, _) in zip(keys, logs, logs[1:]):
         spent[key] = spent.get(key, 0.0) + (t1 - t0).total_seconds()
-    return wall, spent, len(logs)
+    for key in keys:
+        counted[key] = counted.get(key, 0) + 1
+    # Per statement shape (numbers and quoted text replaced), for --detail.
+    shapes: dict[str, list[float]] = {}
+    for (t0, message), (t1, _) in zip(logs, logs[1:]):
+        entry = shapes.setdefault(shape(message), [0.0, 0])
+        entry[0] += (t1 - t0).total_seconds()
+        entry[1] += 1
+    DETAIL.append(shapes)
+    return wall, spent, len(logs), counted
+
+
+#: Per profiled side, in order: {statement shape: [seconds, count]}.
+DETAIL: list[dict[str, list[float]]] = []
+
+
+def shape(statement: str) -> str:
+    """A statement with its numbers and quoted strings replaced, whitespace folded, cut at 110."""
+    text = re.sub(r"'(?:[^']|'')*'", "'?'", " ".join(statement.split()))
+    return re.sub(r"\b\d+\b", "N", text)[:110]
 
 
 def plain_loop(con) -> None:
@@ -105,10 +129,12 @@ def srdp_compact(con) -> None:
 
 def render(n: int, sides: dict[str, tuple[float, dict, int]]) -> str:
     lines = []
-    for side, (wall, spent, logged) in sides.items():
-        lines.append(f"{side}: {wall:.3f} s wall, {wall / n * 1000:.1f} ms per dataset, {logged} statements logged")
+    for side, (wall, spent, logged, counted) in sides.items():
+        lines.append(f"{side}: {wall:.3f} s wall, {wall / n * 1000:.1f} ms per dataset, {logged} statements logged "
+                     f"({logged / n:.1f} per dataset)")
         for (owner, what), seconds in sorted(spent.items(), key=lambda kv: (kv[0][0] != "srdp", -kv[1])):
-            lines.append(f"  {owner:8s} {what:45s} {seconds * 1000:9.1f} ms  {seconds / n * 1000:6.2f} ms/dataset")
+            lines.append(f"  {owner:8s} {what:45s} {seconds * 1000:9.1f} ms  {seconds / n * 1000:6.2f} ms/dataset  "
+                         f"{counted.get((owner, what), 0) / n:5.1f} statements/dataset")
         own = sum(s for (owner, _), s in spent.items() if owner == "srdp")
         lines.append(f"  {'':8s} {'srdp statements in total':45s} {own * 1000:9.1f} ms  {own / n * 1000:6.2f} ms/dataset")
     return "\n".join(lines)
@@ -116,13 +142,21 @@ def render(n: int, sides: dict[str, tuple[float, dict, int]]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", type=int, default=100)
+    ap.add_argument("--datasets", type=int, default=None, help="datasets (default 100; --history: 50)")
+    ap.add_argument("--detail", type=int, default=0, metavar="K",
+                    help="also print each side's K costliest statement shapes (time and count per dataset)")
+    ap.add_argument("--history", action="store_true",
+                    help="bench_history.py's lake: every table with 40 snapshots, 10 files and 30 inlined inserts")
     args = ap.parse_args()
-    n = args.datasets
+    n = args.datasets or (bench_history.TABLES if args.history else 100)
     with tempfile.TemporaryDirectory(prefix="srdp-profile-") as work:
         roots = {side: Path(work) / side for side in ("srdp", "plain")}
         for root in roots.values():
-            bench.build({"root": str(root), "kind": "datasets", "datasets": n})
+            if args.history:
+                bench_history.build({"root": str(root), "tables": n, "snapshots": bench_history.SNAPSHOTS,
+                                     "files": bench_history.FILES})
+            else:
+                bench.build({"root": str(root), "kind": "datasets", "datasets": n})
         sides = {}
         con = bench.srdp_connect(roots["srdp"])
         sides["srdp_compact"] = profile(con, srdp_compact, srdp_side=True)
@@ -133,8 +167,13 @@ def main() -> int:
         fps = [bench.spawn({"mode": "verify", "root": str(roots[s]), "override": False})["fingerprint"]
                for s in ("srdp", "plain")]
         bench.compare_lakes("profile: srdp vs plain", fps[0], fps[1])
-    print(f"every dataset has work, {n} datasets (SQLite catalog, local data)")
+    lake = "long histories (bench_history.py)" if args.history else "every dataset has work"
+    print(f"{lake}, {n} datasets (SQLite catalog, local data)")
     print(render(n, sides))
+    for side, shapes in zip(sides, DETAIL if args.detail else []):
+        print(f"\n{side}: the {args.detail} costliest statement shapes (ms and statements per dataset)")
+        for text, (seconds, count) in sorted(shapes.items(), key=lambda kv: -kv[1][0])[: args.detail]:
+            print(f"  {seconds / n * 1000:7.2f} ms  {count / n:5.1f}x  {text}")
     return 0
 
 

@@ -86,7 +86,7 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
         raw = owner["layer"] == "raw"
         mode = self._mode(context.definition_metadata or {}, raw, rules, table)
         self._check_column_drop(context.definition_metadata or {}, raw, rules, table)
-        part = self._slice(context) if context.has_asset_partitions else Slice()
+        part = self._slice(context, session=session) if context.has_asset_partitions else Slice()
         source = handlers.source_of(obj)  # refuses unsupported types before anything is written
         first = [source]
 
@@ -163,8 +163,11 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
             )
 
     @staticmethod
-    def _slice(context: dg.OutputContext | dg.InputContext, only: str | None = None) -> Slice:
-        """The rows of the context's partitions (or of partition ``only`` among them)."""
+    def _slice(
+        context: dg.OutputContext | dg.InputContext, only: str | None = None, session: LakeSession | None = None
+    ) -> Slice:
+        """The rows of the context's partitions (or of partition ``only`` among them);
+        ``partition_expr`` is parsed on the ``session``'s connection when given."""
         metadata = (
             context.definition_metadata
             if isinstance(context, dg.OutputContext)
@@ -172,7 +175,7 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
         ) or {}
         expr = metadata.get(PARTITION_EXPR_KEY)
         # Spliced into the slice's SQL on writes and reads: one expression, or nothing runs.
-        check_partition_expr(context.asset_key.to_user_string(), expr)
+        check_partition_expr(context.asset_key.to_user_string(), expr, session.con if session else None)
         definition = context.asset_partitions_def
         keys: list[Any] = [only] if only is not None else list(context.asset_partition_keys)
         if isinstance(definition, dg.MultiPartitionsDefinition):
@@ -254,7 +257,7 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
             # asset): an empty frame of the table's columns, as dagster-duckdb gives.
             context.log.info(f"{table.name}: no upstream partition is mapped to this one; the input is empty")
             return handlers.load_empty(context.dagster_type.typing_type, session, table, list(columns) if columns else None)
-        part = self._slice(context) if context.has_asset_partitions else Slice()
+        part = self._slice(context, session=session) if context.has_asset_partitions else Slice()
         snapshot = self._pinned_snapshot(context) if context.has_asset_key else None
         relation = session.relation(table, list(columns) if columns else None, part, snapshot)
         context.log.info(

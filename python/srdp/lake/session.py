@@ -443,20 +443,24 @@ class LakeSession:
         return bool(row and row[0])
 
     def relation(self, table: TableRef, columns: list[str] | None, where: Slice, snapshot: int | None) -> duckdb.DuckDBPyRelation:
-        """A relation over the table on a cursor of its own (it may stream after this returns).
+        """A lazy relation over the table on a cursor of its own (it may stream after this returns).
 
-        The relation is bound here, so a missing table fails here; only then is the table
-        looked up, to say so (a lookup before every read would cost a statement of its own)."""
+        The slice filters by its condition with the values written as literals
+        (:attr:`Slice.read_condition`): a relation built with bound parameters is run at once into
+        a materialized copy, about 30 times slower to read and held whole in memory (see
+        :mod:`srdp.lake.slices`). The relation is bound here, so a missing table fails here; only
+        then is the table looked up, to say so (a lookup before every read would cost a
+        statement of its own)."""
         self.attach("reader")
         select = ", ".join(quote(c) for c in columns) if columns else "*"
         at = f" AT (VERSION => {int(snapshot)})" if snapshot is not None else ""
-        condition = f" WHERE {where.condition}" if where.condition else ""
+        condition = f" WHERE {where.read_condition}" if where.condition else ""
         cursor = self.con.cursor()
         # A cursor is a connection of its own: it does not inherit the session's time zone, and
         # time windows must be compared in UTC here as in the writes.
         cursor.execute("SET TimeZone = 'UTC'")
         try:
-            return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}", params=where.params or None)
+            return cursor.sql(f"SELECT {select} FROM {table.sql}{at}{condition}")
         except duckdb.CatalogException:
             cursor.close()
             if self.columns(table) is None:

@@ -5,7 +5,8 @@ row, the schema's ``CREATE TABLE``\\ s), so every statement is its own DuckLake 
 carries a commit author. This destination's SQL client runs each such statement in a transaction
 that first calls ``<lake>.set_commit_message(<writer>, 'dlt pipeline <name> load <load_id> ...')``
 (with dlt's query tags as ``extra_info``), and labels dlt's own transactions the same way. A
-transaction that changes nothing makes no snapshot, so labelled reads cost nothing in the lake.
+statement that only reads (``SELECT``, ``DESCRIBE``, ``SHOW``: dlt's reads of its schema, state
+and version tables) makes no snapshot and runs as it is, without a label.
 
 Opening a connection attaches the lake; a failed attach is retried as srdp decides for the
 catalog (``srdp_retry_wait``): two first loads into a brand-new PostgreSQL lake, or dlt beside the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -36,6 +38,16 @@ import srdp
 __all__ = ["SrdpDuckLake", "commit_label"]
 
 DEFAULT_WRITER = "dlt"
+
+#: Statements that only read: they make no snapshot, so they get no label (and no transaction).
+_READS_ONLY = re.compile(r"\s*(SELECT|DESCRIBE|SHOW)\b", re.IGNORECASE)
+
+
+def reads_only(query: Any) -> bool:
+    """Whether ``query`` is one statement that only reads: SQL text starting with ``SELECT``,
+    ``DESCRIBE`` or ``SHOW`` with no ``;`` but a trailing one (text that may hold several
+    statements is labelled)."""
+    return isinstance(query, str) and bool(_READS_ONLY.match(query)) and ";" not in query.strip().rstrip(";")
 
 
 def commit_label(tags: dict[str, Any] | None) -> str:
@@ -109,7 +121,7 @@ class SrdpDuckLakeSqlClient(DuckLakeSqlClient):
 
     @contextlib.contextmanager
     def execute_query(self, query: Any, *args: Any, **kwargs: Any) -> Iterator[DBApiCursor]:
-        if self._srdp_in_transaction or self._conn is None:
+        if self._srdp_in_transaction or self._conn is None or reads_only(query):
             with super().execute_query(query, *args, **kwargs) as cursor:
                 yield cursor
             return

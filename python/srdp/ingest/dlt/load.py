@@ -1,10 +1,11 @@
 """A load srdp allowed, run once for every load path (:meth:`DltDestination.run` and the
 Dagster assets of :mod:`srdp.dagster.dlt_assets`).
 
-:func:`srdp.ingest.dlt.destination.prepare_load` asks srdp again and applies everything srdp.toml
-says before dlt runs; :class:`PreparedLoad` then runs dlt and turns a failure whose text holds a secret into
-:class:`SrdpDltLoadError`, redacted, without dlt's exception attached, and dlt's refusal of a type
-change under ``raw_validated`` into :class:`SrdpDltValidationError`, which says what to do.
+:func:`srdp.ingest.dlt.destination.prepare_load` applies everything srdp.toml says before dlt
+runs (reading it at a pipeline's first load in the process); :class:`PreparedLoad` then runs dlt
+and turns a failure whose text holds a secret into :class:`SrdpDltLoadError`, redacted, without
+dlt's exception attached, and dlt's refusal of a type change under ``raw_validated`` into
+:class:`SrdpDltValidationError`, which says what to do.
 """
 
 from __future__ import annotations
