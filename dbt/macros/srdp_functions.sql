@@ -13,7 +13,7 @@
   as spaces; a call that returns no rows prints `<sql function>: no rows`. For example:
 
       srdp_attach_catalog: catalog=lake | alias=lake | role=writer | read_only=false | metadata_schema=main | data_path=/abs/data/lake/ | data_inlining_row_limit=1000 | status=attached
-      srdp_compact: catalog=lake | schema_name=curated | table_name=events | rows_flushed=7 | files_before=2 | files_after=1 | files_processed=3 | files_created=1 | attempts=1 | duration_ms=41 | status=compacted
+      srdp_compact: catalog=lake | schema_name=curated | table_name=events | rows_flushed=7 | files_before=2 | files_after=1 | files_processed=3 | files_created=1 | files_rewritten=0 | deletes_applied=0 | attempts=1 | duration_ms=41 | status=compacted
 
   Arguments are the SQL function's named parameters, all optional except the catalog (which
   defaults to the var `srdp_catalog`); values are rendered as SQL literals (strings with

@@ -310,7 +310,8 @@ def test_run_operation_srdp_compact_compacts_and_prints_its_rows(dbt_lake):
         assert printed == {
             "catalog": "lake", "schema_name": schema, "table_name": table, "rows_flushed": str(inlined),
             "files_before": str(files), "files_after": "1", "files_processed": str(merged),
-            "files_created": "1" if merged else "0", "attempts": "1", "status": "compacted",
+            "files_created": "1" if merged else "0", "files_rewritten": "0", "deletes_applied": "0",
+            "attempts": "1", "status": "compacted",
         }, row
         # srdp's timing of the dataset fits inside the whole dbt command's.
         assert 0 <= int(row["duration_ms"]) <= dbt_lake["cli_seconds"] * 1000, row

@@ -284,8 +284,8 @@ def test_installed_srdp_compacts_a_new_sqlite_lake_with_its_own_extension(consum
     assert out["before"] == out["after"] == expected_rows(EVENTS)
     assert out["compact"] == [{
         "catalog": "lake", "schema_name": "main", "table_name": "events", "rows_flushed": 20,
-        "files_before": 3, "files_after": 1, "files_processed": 4, "files_created": 1, "attempts": 1,
-        "status": "compacted",
+        "files_before": 3, "files_after": 1, "files_processed": 4, "files_created": 1, "files_rewritten": 0,
+        "deletes_applied": 0, "attempts": 1, "status": "compacted",
     }]
     assert_compacted(work / "srdp.toml")
 
