@@ -117,6 +117,7 @@ bench: postgres release
 	$(PY) bench/bench_partitions.py
 	$(PY) bench/bench_unpartitioned.py
 	$(PY) bench/bench_history.py
+	$(PY) bench/bench_rewrite.py
 	$(PY) bench/bench_dlt.py
 	$(PY) bench/bench_steady.py
 	$(PY) bench/profile_steps.py

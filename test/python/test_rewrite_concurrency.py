@@ -80,7 +80,7 @@ json.dump({"committed": committed, "gave_up": gave_up}, open(out, "w"))
 # srdp_compact once, printing when its rewrite starts (the plan's files with deletes) and then
 # its row; killed by the test while it runs.
 COMPACT = """
-import json, sys
+import json, sys, time
 import srdp
 
 cfg, setup = sys.argv[1], json.loads(sys.argv[2])
@@ -90,8 +90,9 @@ for s in setup:
 con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
 print("ready", flush=True)
 sys.stdin.readline()
+start = time.perf_counter()
 row = con.execute("SELECT files_rewritten, files_after, status FROM srdp_compact('lake')").fetchone()
-print(json.dumps(row), flush=True)
+print(json.dumps([time.perf_counter() - start, row]), flush=True)
 """
 
 
@@ -226,31 +227,38 @@ def test_a_rewrite_killed_halfway_loses_and_duplicates_nothing(backend, tmp_path
 
 
 def kill_once(name: str, servers, directory: Path, chance: random.Random, seed: int) -> None:
-    """A fresh lake; srdp_compact killed at random moments until a kill lands (up to 5 tries);
-    then the next call finishes the work."""
-    cfg, setup, meta = fresh_lake(name, servers, directory)
-    con = open_lake(cfg, setup)
-    build(con)
-    expected = fingerprint(con)
-    con.close()
+    """srdp_compact killed at a random moment of its work, then the next call finishes the work.
+
+    A call that finishes before its kill (a fast machine) leaves nothing to kill: the next try
+    builds a fresh lake and draws the moment below that call's own duration, so the kill lands
+    whatever the machine's speed."""
+    upper = 0.6
     killed = 0
-    for _ in range(5):
+    for attempt in range(8):
+        cfg, setup, meta = fresh_lake(name, servers, directory / f"try{attempt}")
+        con = open_lake(cfg, setup)
+        build(con)
+        expected = fingerprint(con)
+        con.close()
         child = subprocess.Popen([PY, "-c", COMPACT, str(cfg), json.dumps(setup)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
         child.stdin.write("go\n")
         child.stdin.flush()
-        time.sleep(chance.uniform(0.05, 0.6))
+        time.sleep(chance.uniform(0.02, upper))
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
             killed += 1
-        child.wait(timeout=120)
+        out, err = child.communicate(timeout=120)
         con = open_lake(cfg, setup)
         con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
-        assert fingerprint(con) == expected, (seed, run)
+        assert fingerprint(con) == expected, (seed, attempt)
         con.close()
-        if killed or child.returncode == 0:
+        if killed:
             break
+        assert child.returncode == 0, err
+        # It finished first: the next moment is drawn within the time this call took.
+        upper = max(0.03, 0.9 * json.loads(out.splitlines()[-1])[0])
     assert killed, f"seed {seed}: every call finished before its kill"
     con = open_lake(cfg, setup)
     con.execute("SELECT * FROM srdp_attach_catalog('lake', role := 'writer')").fetchall()
