@@ -242,9 +242,11 @@ def threshold(work: Path, rows: int, rounds: int) -> dict:
             cost.append(done["maintenance"])
         scan, clean, rewrite = median(with_deletes), median(rewritten), median(cost)
         out[share] = {"scan_with_deletes_s": scan, "scan_rewritten_s": clean, "scan_ratio": scan / clean,
-                      "rewrite_s": rewrite, "scans_to_pay_back": rewrite / max(scan - clean, 1e-9)}
+                      "rewrite_s": rewrite,
+                      # None: the rewritten file scans no faster, the rewrite never pays back.
+                      "scans_to_pay_back": rewrite / (scan - clean) if scan > clean else None}
         print(f"share {share:.2f}: scan {scan:.3f} s vs {clean:.3f} s rewritten ({scan / clean:.2f}x); "
-              f"rewrite {rewrite:.2f} s = {out[share]['scans_to_pay_back']:.0f} scans' saving "
+              f"rewrite {rewrite:.2f} s = {pay_back(out[share]['scans_to_pay_back'])} "
               f"(load {os.getloadavg()[0]:.1f})", flush=True)
     return out
 
@@ -315,6 +317,11 @@ def memory(work: Path) -> dict:
             print(f"{name}, {side}: peak RSS grew {result['growth_kb'] / 1024:.0f} MB over "
                   f"{result['base_kb'] / 1024:.0f} MB ({result['row']})", flush=True)
     return out
+
+
+def pay_back(scans: float | None) -> str:
+    """How many scans' saving one rewrite costs, as printed."""
+    return "never paid back (no faster scan)" if scans is None else f"{scans:.0f} scans' saving"
 
 
 def main() -> int:

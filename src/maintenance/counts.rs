@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Inlined {
     pub rows: i64,
+    /// Of `rows`, the deleted or superseded ones (their flush writes a delete file too).
+    pub ended: i64,
     pub tables: i64,
 }
 
@@ -37,9 +39,10 @@ impl Lake<'_> {
             match self.count_inlined(&registry) {
                 Ok(counts) => {
                     let mut out: BTreeMap<i64, Inlined> = BTreeMap::new();
-                    for (id, n) in counts {
+                    for (id, n, ended) in counts {
                         let entry = out.entry(id).or_default();
                         entry.rows += n;
+                        entry.ended += ended;
                         entry.tables += 1;
                     }
                     return Ok(out);
@@ -52,18 +55,24 @@ impl Lake<'_> {
         }))
     }
 
-    /// Physical rows of each of `registry`'s inlined tables: `table_id, rows` (see
+    /// Physical rows of each of `registry`'s inlined tables: `table_id, rows, ended` (see
     /// [`Lake::count_rows`]).
-    fn count_inlined(&self, registry: &[(i64, String)]) -> Result<Vec<(i64, i64)>> {
+    fn count_inlined(&self, registry: &[(i64, String)]) -> Result<Vec<(i64, i64, i64)>> {
         self.count_rows(registry, &self.meta.inlined_counts(registry))
     }
 
-    /// `table_id, rows` of each of the metadata tables `tables` (`table_id, table name`). On a
+    /// `table_id, rows, ended` of each of the inlined tables `tables` (`table_id, table name`). On a
     /// SQLite or PostgreSQL catalog the catalog database runs the union itself (see
     /// [`MetadataTables::inlined_counts_in_catalog_db`]); should that fail, DuckDB runs
     /// `fallback`, the same union over its catalog of the metadata, as on a DuckDB-file catalog.
-    fn count_rows(&self, tables: &[(i64, String)], fallback: &str) -> Result<Vec<(i64, i64)>> {
-        let row = |r: &duckdb::Row| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?));
+    fn count_rows(&self, tables: &[(i64, String)], fallback: &str) -> Result<Vec<(i64, i64, i64)>> {
+        let row = |r: &duckdb::Row| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        };
         if let Some((function, schema)) = self.catalog_db_query() {
             let metadata_db = format!("__ducklake_metadata_{}", self.spec.alias);
             if let Some(query) =

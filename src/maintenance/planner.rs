@@ -40,6 +40,9 @@ pub struct DatasetState {
     pub small: i64,
     /// Inlined insertion records (live, deleted or superseded).
     pub inlined_rows: i64,
+    /// Of those, the deleted or superseded ones: a flush of them writes a delete file for the
+    /// new file too.
+    pub inlined_ended: i64,
     /// Inline deletion markers against live Parquet files.
     pub inline_deletions: i64,
     /// The markers could not be counted (DuckLake is asked to flush).
@@ -69,6 +72,14 @@ impl DatasetState {
             || self.inline_deletions > 0
             || self.markers_unknown
             || self.flushed_elsewhere
+    }
+
+    /// Whether a flush that wrote `flushed` rows may have written a delete file for its new file
+    /// (inlined rows deleted or superseded before it), so the rewrite is planned again: the plan
+    /// saw such rows, or the flush wrote other rows than the plan counted (rows that landed
+    /// since, or a flush that counts only live rows).
+    pub fn flush_may_leave_deletes(&self, flushed: i64) -> bool {
+        flushed > 0 && (self.inlined_ended > 0 || flushed != self.inlined_rows)
     }
 
     /// Whether a merge may do anything, after a flush or rewrite that wrote (or not) new files.
@@ -180,7 +191,9 @@ impl Lake<'_> {
         let wanted: BTreeSet<i64> = datasets.iter().map(|d| d.table_id).collect();
         let mut states: BTreeMap<i64, DatasetState> = BTreeMap::new();
         for (id, inlined) in self.inlined(datasets)? {
-            states.entry(id).or_default().inlined_rows = inlined.rows;
+            let state = states.entry(id).or_default();
+            state.inlined_rows = inlined.rows;
+            state.inlined_ended = inlined.ended;
         }
         let options = self.options()?;
         let sizes: Vec<String> = options
@@ -588,6 +601,25 @@ mod tests {
             "not a change list".to_string(),
         ];
         assert_eq!(inline_deletion_tables(&changes), BTreeSet::from([3, 12]));
+    }
+
+    #[test]
+    fn the_rewrite_is_planned_again_only_after_a_flush_that_may_leave_deletes() {
+        let clean = DatasetState {
+            inlined_rows: 30,
+            ..DatasetState::default()
+        };
+        // The rows the plan counted, none of them deleted: no delete file, no second read.
+        assert!(!clean.flush_may_leave_deletes(30));
+        assert!(!clean.flush_may_leave_deletes(0));
+        // Rows landed after the plan (they may have been deleted since).
+        assert!(clean.flush_may_leave_deletes(31));
+        let deleted = DatasetState {
+            inlined_ended: 1,
+            ..clean
+        };
+        assert!(deleted.flush_may_leave_deletes(30));
+        assert!(!deleted.flush_may_leave_deletes(0));
     }
 
     #[test]

@@ -169,7 +169,7 @@ impl Lake<'_> {
         };
         // A flush that wrote rows may have written a delete file for its new file too (inlined
         // rows deleted before the flush): the rewrite is planned again for this dataset.
-        let state = if outcome.rows_flushed > 0 {
+        let state = if state.flush_may_leave_deletes(outcome.rows_flushed) {
             self.replan_rewrite(dataset, state, planned.rewrite_rule(dataset)?)?
         } else {
             state

@@ -94,7 +94,8 @@ impl Outcome {
             status.push_str(EXPLICIT_NOTE);
         }
         if let Some(calls) = self.merged.bounded_calls.filter(|&n| n > 0) {
-            status.push_str(&format!("; merged in {calls} bounded calls"));
+            let plural = if calls == 1 { "" } else { "s" };
+            status.push_str(&format!("; merged in {calls} bounded call{plural}"));
         }
         if self.reapplied > 0 {
             status.push_str(&format!(
@@ -260,6 +261,15 @@ mod tests {
             bounded.status(&COMPACT),
             "compacted; merged in 16 bounded calls"
         );
+        let once = Outcome {
+            merged: Merged {
+                processed: 2500,
+                created: 2,
+                bounded_calls: Some(1),
+            },
+            ..Outcome::default()
+        };
+        assert_eq!(once.status(&COMPACT), "compacted; merged in 1 bounded call");
         let planned = Outcome {
             planned: true,
             rows_flushed: 4,

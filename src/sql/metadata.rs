@@ -79,18 +79,21 @@ impl MetadataTables {
         )
     }
 
-    /// Physical rows of each registered inlined table: `table_id, rows`, one row per table.
-    /// Every row is an insertion record (live, deleted or superseded); inline deletion markers
-    /// live in `ducklake_inlined_delete_<id>`, which is never registered.
+    /// Physical rows of each registered inlined table: `table_id, n, ended`, one row per table.
+    /// Every row is an insertion record (live, deleted or superseded: `ended` counts those two,
+    /// whose flush writes a delete file for the new file); inline deletion markers live in
+    /// `ducklake_inlined_delete_<id>`, which is never registered.
     pub fn inlined_counts(&self, tables: &[(i64, String)]) -> String {
         if tables.is_empty() {
-            return "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false".to_string();
+            return "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n, 0::BIGINT AS ended WHERE false"
+                .to_string();
         }
         tables
             .iter()
             .map(|(id, name)| {
                 format!(
-                    "SELECT {id}::BIGINT AS table_id, count(*)::BIGINT AS n FROM {}",
+                    "SELECT {id}::BIGINT AS table_id, count(*)::BIGINT AS n, \
+                     count(end_snapshot)::BIGINT AS ended FROM {}",
                     self.table(name)
                 )
             })
@@ -122,14 +125,16 @@ impl MetadataTables {
                     .iter()
                     .map(|(id, name)| {
                         format!(
-                            "SELECT {id} AS table_id, count(*) AS n FROM {prefix}{}",
+                            "SELECT {id} AS table_id, count(*) AS n, count(end_snapshot) AS ended \
+                             FROM {prefix}{}",
                             Ident::new(name)
                         )
                     })
                     .collect::<Vec<_>>()
                     .join(" UNION ALL ");
                 format!(
-                    "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM {function}({}, {})",
+                    "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n, ended::BIGINT AS ended \
+                     FROM {function}({}, {})",
                     Literal::new(metadata_db),
                     Literal::new(&union)
                 )
@@ -363,12 +368,14 @@ mod tests {
         let m = MetadataTables::new("my lake", "main");
         assert_eq!(
             m.inlined_counts(&[(1, "ducklake_inlined_data_1_1".into()), (2, "x\"y".into())]),
-            "SELECT 1::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_my lake\".\"main\".\"ducklake_inlined_data_1_1\" \
-             UNION ALL SELECT 2::BIGINT AS table_id, count(*)::BIGINT AS n FROM \"__ducklake_metadata_my lake\".\"main\".\"x\"\"y\""
+            "SELECT 1::BIGINT AS table_id, count(*)::BIGINT AS n, count(end_snapshot)::BIGINT AS ended \
+             FROM \"__ducklake_metadata_my lake\".\"main\".\"ducklake_inlined_data_1_1\" \
+             UNION ALL SELECT 2::BIGINT AS table_id, count(*)::BIGINT AS n, count(end_snapshot)::BIGINT AS ended \
+             FROM \"__ducklake_metadata_my lake\".\"main\".\"x\"\"y\""
         );
         assert_eq!(
             m.inlined_counts(&[]),
-            "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n WHERE false"
+            "SELECT NULL::BIGINT AS table_id, 0::BIGINT AS n, 0::BIGINT AS ended WHERE false"
         );
         let m = MetadataTables::new("l", "meta");
         assert_eq!(
@@ -438,9 +445,10 @@ mod tests {
                 &[(3, "ducklake_inlined_data_3_1".into()), (5, "it's \"x\"".into())]
             )
             .unwrap(),
-            "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM sqlite_query('__ducklake_metadata_l', \
-             'SELECT 3 AS table_id, count(*) AS n FROM \"ducklake_inlined_data_3_1\" UNION ALL \
-             SELECT 5 AS table_id, count(*) AS n FROM \"it''s \"\"x\"\"\"')"
+            "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n, ended::BIGINT AS ended \
+             FROM sqlite_query('__ducklake_metadata_l', \
+             'SELECT 3 AS table_id, count(*) AS n, count(end_snapshot) AS ended FROM \"ducklake_inlined_data_3_1\" UNION ALL \
+             SELECT 5 AS table_id, count(*) AS n, count(end_snapshot) AS ended FROM \"it''s \"\"x\"\"\"')"
         );
         assert_eq!(
             MetadataTables::inlined_counts_in_catalog_db(
@@ -450,8 +458,9 @@ mod tests {
                 &[(3, "t".into())]
             )
             .unwrap(),
-            "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n FROM postgres_query('__ducklake_metadata_l', \
-             'SELECT 3 AS table_id, count(*) AS n FROM \"m''eta\".\"t\"')"
+            "SELECT table_id::BIGINT AS table_id, n::BIGINT AS n, ended::BIGINT AS ended \
+             FROM postgres_query('__ducklake_metadata_l', \
+             'SELECT 3 AS table_id, count(*) AS n, count(end_snapshot) AS ended FROM \"m''eta\".\"t\"')"
         );
         assert_eq!(
             MetadataTables::inlined_counts_in_catalog_db("sqlite_query", "m", None, &[]),
@@ -464,6 +473,7 @@ mod tests {
         assert_eq!(query.matches("FROM sqlite_query(").count(), 3);
         assert_eq!(query.matches("count(*)").count(), 600);
         assert!(query.contains("FROM \"t249\"') UNION ALL SELECT table_id::BIGINT"));
+        assert_eq!(query.matches("count(end_snapshot)").count(), 600);
     }
 
     #[test]

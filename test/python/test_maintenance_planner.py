@@ -30,7 +30,7 @@ import duckdb
 import srdp
 from conftest import write_config
 
-DATASETS = 208
+DATASETS = 110
 SCHEMAS = ["s0", "s1", "s2", "s3"]
 FROZEN = "frozen"  # auto_compact = false at schema scope
 
@@ -236,7 +236,7 @@ def contents(con: duckdb.DuckDBPyConnection, alias: str, datasets: list[tuple[st
 
 def test_srdp_compact_skips_only_idle_calls_and_ends_exactly_like_the_plain_loop(tmp_path: Path) -> None:
     transactions, datasets = script(seed=15)
-    assert len(datasets) >= 200
+    assert len(datasets) >= 100
     ours, twin = tmp_path / "ours", tmp_path / "twin"
     build(ours, "ours", transactions)
     # The twin is a copy: the same catalog file and data files, its data path moved with them.

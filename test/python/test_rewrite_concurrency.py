@@ -37,7 +37,7 @@ from conftest import PY, write_config
 from lakecheck import Lake
 from pg_lake import new_lake
 
-RUNS = int(os.environ.get("SRDP_REWRITE_RUNS", "2"))
+RUNS = int(os.environ.get("SRDP_REWRITE_RUNS", "1"))
 FILES = 8
 ROWS_PER_FILE = 20_000
 SQLITE = """
