@@ -100,7 +100,7 @@ PYTEST_WORKERS ?= 2
 PYTEST_PATHS ?= test/python
 pytest:
 	@status=0; \
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" --durations=12 $(PYTEST_PATHS) || status=$$?; \
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" --durations=25 $(PYTEST_PATHS) || status=$$?; \
 	$(PY) -m pytest -q -m serial $(PYTEST_PATHS) || { rc=$$?; [ $$status -ne 0 ] || status=$$rc; }; \
 	exit $$status
 
