@@ -21,6 +21,7 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from srdp.dagster.pins import RECORDS_PER_PARTITION
 
 from iomanager_support import (  # noqa: F401  (fixtures)
     _close_io_sessions_after_test,
@@ -173,6 +174,50 @@ def test_a_partitioned_input_reads_only_its_partitions_at_their_snapshot(lake: P
         assert all(f"(time window [{day} 00:00:00, " in messages[s] for day, s in snapshots.items())
 
 
+def test_a_range_reads_at_its_partitions_snapshot_when_one_was_rematerialized_many_times_since(lake: Path) -> None:
+    """The pin's first query reads RECORDS_PER_PARTITION materializations per wanted partition;
+    a partition whose latest is older than that many of the others' is looked up by itself, not
+    given up on (which would read the latest version, rows written outside Dagster included)."""
+
+    @dg.asset(key_prefix=["analytics"], partitions_def=DAILY, metadata={"partition_expr": "day"})
+    def events(context) -> pa.Table:  # noqa: ANN001
+        day = datetime.fromisoformat(context.partition_key).date()
+        return pa.table({"day": [day], "n": pa.array([day.day], pa.int64())})
+
+    seen: list[list[int]] = []
+
+    @dg.asset(
+        key_prefix=["analytics"],
+        partitions_def=DAILY,
+        ins={"events": dg.AssetIn(key=["analytics", "events"])},
+        backfill_policy=dg.BackfillPolicy.single_run(),
+    )
+    def total(events: pa.Table) -> None:
+        seen.append(sorted(events.column("n").to_pylist()))
+
+    io, instance = {"io_manager": io_manager(lake)}, dg.DagsterInstance.ephemeral()
+    assert dg.materialize([events], resources=io, partition_key="2024-01-01", instance=instance).success
+    for _ in range(2 * RECORDS_PER_PARTITION + 1):
+        run = dg.materialize([events], resources=io, partition_key="2024-01-02", instance=instance)
+    newest = run.asset_materializations_for_node("analytics__events")[0].metadata["srdp/snapshot_id"].value
+    write_sql(lake, "INSERT INTO lake.analytics.events VALUES (DATE '2024-01-01', 99)")  # outside Dagster
+
+    job = dg.Definitions(
+        assets=[events, total], jobs=[dg.define_asset_job("totals", selection=[total])], resources=io
+    ).resolve_job_def("totals")
+    read = job.execute_in_process(
+        instance=instance,
+        tags={"dagster/asset_partition_range_start": "2024-01-01", "dagster/asset_partition_range_end": "2024-01-02"},
+    )
+    assert seen == [[1, 2]]
+    assert input_log(instance, read.run_id) == [
+        f"lake.analytics.events: reading time window [2024-01-01 00:00:00, 2024-01-03 00:00:00) at snapshot {newest}"
+    ]
+    # The log line is written before Dagster's LOADED_INPUT event of the step.
+    kinds = [e.dagster_event.event_type_value if e.dagster_event else e.user_message for e in instance.all_logs(read.run_id)]
+    assert kinds.index(input_log(instance, read.run_id)[0]) < kinds.index("LOADED_INPUT"), kinds
+
+
 def input_log(instance: dg.DagsterInstance, run_id: str) -> list[str]:
     """The IO manager's 'reading' log lines of a run."""
     return [e.user_message for e in instance.all_logs(run_id) if ": reading " in e.user_message]
@@ -216,7 +261,8 @@ def test_an_input_reads_the_upstream_at_its_materialization_snapshot_unless_told
     assert seen[-1] == [(1, "a"), (2, "b")]
 
 
-def test_loading_a_table_that_does_not_exist_says_so(sqlite_lake: Path) -> None:
+@pytest.mark.parametrize("pin_inputs", [True, False], ids=["pinned (the table is looked up while the pin is)", "not pinned (the read says so)"])
+def test_loading_a_table_that_does_not_exist_says_so(sqlite_lake: Path, pin_inputs: bool) -> None:
     from srdp.dagster.tables import IOManagerError
 
     @dg.asset(key_prefix=["analytics"])
@@ -225,7 +271,7 @@ def test_loading_a_table_that_does_not_exist_says_so(sqlite_lake: Path) -> None:
 
     seen: dict[str, Any] = {}
     with pytest.raises(IOManagerError) as error:
-        dg.materialize([orders, reader("pyarrow.Table", seen, ["analytics", "orders"])], selection=["read_pyarrow_Table"], resources={"io_manager": io_manager(sqlite_lake)})
+        dg.materialize([orders, reader("pyarrow.Table", seen, ["analytics", "orders"])], selection=["read_pyarrow_Table"], resources={"io_manager": io_manager(sqlite_lake, pin_inputs=pin_inputs)})
     assert str(error.value) == "lake.analytics.orders does not exist; materialize its asset first"
     assert seen == {}
 

@@ -28,6 +28,7 @@ DuckLake through srdp.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import dagster as dg
@@ -35,6 +36,7 @@ from pydantic import Field
 
 from srdp.dagster.config_parameter import SrdpConfigFile
 from srdp.dagster.op_outputs import OpOutput, refuse_other_writer
+from srdp.dagster.pins import SNAPSHOT_KEY, PinLookup, PinRequest, pin_given, pin_request, pinned_snapshot
 from srdp.dagster.secret_hint import with_secrets_hint
 from srdp.dagster.launch_config import refuse_launch_changes, secret_variables
 from srdp.dagster.resource import check_secret_statements
@@ -46,8 +48,6 @@ from srdp.lake.slices import Slice, check_partition_expr, slice_condition
 
 __all__ = ["SNAPSHOT_KEY", "IOManagerError", "SrdpIOManager"]
 
-#: Materialization metadata key of the DuckLake snapshot a write committed.
-SNAPSHOT_KEY = "srdp/snapshot_id"
 WRITE_MODES = ("replace", "append")
 
 
@@ -257,54 +257,25 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
             # asset): an empty frame of the table's columns, as dagster-duckdb gives.
             context.log.info(f"{table.name}: no upstream partition is mapped to this one; the input is empty")
             return handlers.load_empty(context.dagster_type.typing_type, session, table, list(columns) if columns else None)
-        part = self._slice(context, session=session) if context.has_asset_partitions else Slice()
-        snapshot = self._pinned_snapshot(context) if context.has_asset_key else None
-        relation = session.relation(table, list(columns) if columns else None, part, snapshot)
-        context.log.info(
-            f"{table.name}: reading {part.description}"
-            + (f" at snapshot {snapshot}" if snapshot is not None else "")
-        )
-        return handlers.load_as(context.dagster_type.typing_type, relation)
-
-    def _pinned_snapshot(self, context: dg.InputContext) -> int | None:
-        """The snapshot the upstream materialization(s) committed, or None (read the latest)."""
-        given = (context.definition_metadata or {}).get("snapshot_id")
-        if given is not None:
-            return int(given)
-        if not self.pin_inputs:
-            return None
+        pin = pin_request(context, self.pin_inputs)
+        pinned = isinstance(pin, PinRequest)
+        find = partial(pinned_snapshot, pin) if isinstance(pin, PinRequest) else partial(pin_given, pin)
+        lookup = PinLookup(find, context.log.info)
         try:
-            instance = context.instance
-        except dg.DagsterInvariantViolationError:
-            instance = None  # build_input_context(...) without an instance, in unit tests
-        if instance is None:
-            context.log.info("no Dagster instance: reading the latest version (no snapshot to pin)")
-            return None
-        key = context.asset_key
-        if not context.has_asset_partitions:
-            event = instance.get_latest_materialization_event(key)
-            found = [event] if event else []
-        else:
-            wanted = list(context.asset_partition_keys)
-            records = instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=key, asset_partitions=wanted), limit=max(1, len(wanted) * 4)
-            ).records
-            latest: dict[str, Any] = {}
-            for record in records:
-                partition = record.partition_key
-                if partition is not None and partition not in latest:
-                    latest[partition] = record.event_log_entry
-            if set(latest) != set(wanted):
-                return None  # some partition was never materialized through srdp: read the latest
-            found = list(latest.values())
-        snapshots = []
-        for entry in found:
-            materialization = entry.asset_materialization if entry else None
-            value = materialization.metadata.get(SNAPSHOT_KEY) if materialization else None
-            if value is None:
-                return None
-            snapshots.append(int(getattr(value, "value", value)))
-        return max(snapshots) if snapshots else None
+            part = self._slice(context, session=session) if context.has_asset_partitions else Slice()
+            lookup.log_as(f"{table.name}: reading {part.description}")
+            session.attach("reader")
+            if pinned:
+                # While Dagster's event log is asked, DuckDB loads the table's metadata, which the
+                # read at the pinned snapshot then finds loaded (a missing table is reported by it).
+                session.columns(table)
+            relation = session.relation(table, list(columns) if columns else None, part, lookup.snapshot())
+            value = handlers.load_as(context.dagster_type.typing_type, relation)
+        finally:
+            lookup.close()
+        if lookup.log_error is not None:
+            raise lookup.log_error
+        return value
 
 
 def _step_context(context: dg.OutputContext) -> Any:
