@@ -176,17 +176,35 @@ def run_rounds(
     log: Callable[[str], None] = print,
 ) -> None:
     """``rounds`` rounds; in each, every scenario runs each of its sides once (``run(scenario,
-    side, round)`` returns seconds and peak RSS MB), the order of the sides rotating by round."""
+    side, round)`` returns seconds and peak RSS MB), the order of the sides rotating by round.
+
+    A scenario with ``extra["pairs"] = k`` (two sides, a short run where one process's noise
+    would decide the round) runs k back-to-back pairs per round instead, the order alternating
+    from pair to pair: the round's ratio is the median of its pairs' ratios, and each side's
+    seconds and RSS the median of its k runs."""
     for turn in range(rounds):
         load = load_average()
         log(f"  round {turn + 1}/{rounds} (load average {load})")
         for scenario in scenarios:
             scenario.loads.append(load)
-            for side in rotate(scenario.sides, turn):
-                seconds, rss = run(scenario, side, turn)
-                scenario.add(side, seconds, rss)
-                shown = f", peak RSS {rss:.0f} MB" if rss is not None else ""
-                log(f"    {scenario.name:<40} {side:<31} {seconds:8.3f} s{shown}")
+            pairs = int(scenario.extra.get("pairs", 1))
+            runs: dict[str, list[tuple[float, float | None]]] = {}
+            for pair in range(pairs):
+                for side in rotate(scenario.sides, turn + pair):
+                    seconds, rss = run(scenario, side, turn)
+                    runs.setdefault(side, []).append((seconds, rss))
+                    shown = f", peak RSS {rss:.0f} MB" if rss is not None else ""
+                    log(f"    {scenario.name:<40} {side:<31} {seconds:8.3f} s{shown}")
+            for side, done in runs.items():
+                sizes = [r for _, r in done if r is not None]
+                scenario.add(side, median([s for s, _ in done]), median(sizes) if sizes else None)
+            if pairs > 1:
+                mine = [s for s, _ in runs[scenario.srdp]]
+                for other in scenario.sides:
+                    if other != scenario.srdp:
+                        theirs = [s for s, _ in runs[other]]
+                        each = [a / b for a, b in zip(mine, theirs) if b > 0]
+                        scenario.round_ratios.setdefault(other, []).append(median(each))
 
 
 def render(scenarios: Sequence[Scenario]) -> str:
