@@ -394,16 +394,20 @@ class LakeSession:
         """
         t, have = plan.table, dict(existing)
         added = []
+        differing = [(name, have[name], kind) for name, kind in incoming if have.get(name) not in (None, kind)]
+        checks = self._value_checks(differing) if replayable and differing else {}
         for name, kind in incoming:
             old = have.get(name)
             if old is None:
                 self.con.execute(f"ALTER TABLE {t.sql} ADD COLUMN {quote(name)} {kind}")
                 added.append(name)
             elif old != kind:
-                if replayable and not self._has_values(name):
-                    continue
-                if replayable and same_family(old, kind) and self._casts_losslessly(name, old, kind):
-                    continue  # INSERT ... BY NAME casts the values to the table's type, unchanged
+                if replayable:
+                    has_values, lossy = checks[name]
+                    if not has_values:
+                        continue
+                    if same_family(old, kind) and lossy == 0:
+                        continue  # INSERT ... BY NAME casts the values to the table's type, unchanged
                 if plan.raw_validated:
                     raise LakeError(
                         f"{t.name}: column {name!r} is {old} and the output has {kind}; rule "
@@ -426,21 +430,11 @@ class LakeSession:
                     self.con.execute(f"ALTER TABLE {t.sql} DROP COLUMN {quote(name)}")
         return added
 
-    def _casts_losslessly(self, column: str, old: str, kind: str) -> bool:
-        """Whether every value of the source's ``column`` survives DuckDB's cast to the table's
-        type ``old`` and back to ``kind`` (microseconds into TIMESTAMP_NS, small BIGINTs into
-        INTEGER)."""
-        c = quote(column)
-        row = self.con.execute(
-            f"SELECT count(*) FROM {_SOURCE} WHERE {c} IS NOT NULL AND "
-            f"TRY_CAST(TRY_CAST({c} AS {old}) AS {kind}) IS DISTINCT FROM {c}"
-        ).fetchone()
-        return bool(row) and row[0] == 0
-
-    def _has_values(self, column: str) -> bool:
-        """Whether the registered source has a non-NULL value in ``column``."""
-        row = self.con.execute(f"SELECT count({quote(column)}) > 0 FROM {_SOURCE}").fetchone()
-        return bool(row and row[0])
+    def _value_checks(self, columns: Sequence[tuple[str, str, str]]) -> dict[str, tuple[bool, int]]:
+        """:func:`value_checks_sql` run on the registered source: per column, whether it has a
+        value and how many of its values the table's type would change."""
+        row = self.con.execute(value_checks_sql(columns)).fetchone() or ()
+        return {name: (bool(row[2 * i]), int(row[2 * i + 1])) for i, (name, _, _) in enumerate(columns)}
 
     def relation(self, table: TableRef, columns: list[str] | None, where: Slice, snapshot: int | None) -> duckdb.DuckDBPyRelation:
         """A lazy relation over the table on a cursor of its own (it may stream after this returns).
@@ -466,6 +460,23 @@ class LakeSession:
             if self.columns(table) is None:
                 raise LakeError(f"{table.name} does not exist; materialize its asset first") from None
             raise
+
+
+def value_checks_sql(columns: Sequence[tuple[str, str, str]]) -> str:
+    """ONE scan of the registered source answering, for each (column, table type, output type):
+    whether the column has a non-NULL value, and how many of its values do not survive DuckDB's
+    cast to the table's type and back (microseconds into TIMESTAMP_NS, small BIGINTs into
+    INTEGER: none), tried only within a type family (:func:`same_family`; else 0)."""
+    select = []
+    for name, old, kind in columns:
+        c = quote(name)
+        select.append(f"count({c}) > 0")
+        select.append(
+            f"count(*) FILTER (WHERE {c} IS NOT NULL AND TRY_CAST(TRY_CAST({c} AS {old}) AS {kind}) IS DISTINCT FROM {c})"
+            if same_family(old, kind)
+            else "0"
+        )
+    return f"SELECT {', '.join(select)} FROM {_SOURCE}"
 
 
 def partition_counts(con: duckdb.DuckDBPyConnection, table: TableRef, plan: WritePlan) -> dict[str, int]:
