@@ -131,13 +131,9 @@ def test_columns_input_metadata_selects_the_columns_in_that_order(sqlite_lake: P
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-01-06")
 
 
-def test_a_partitioned_input_reads_only_its_partitions_at_their_snapshot(lake: Path) -> None:
-    @dg.asset(key_prefix=["analytics"], partitions_def=DAILY, metadata={"partition_expr": "day"})
-    def events(context) -> pa.Table:  # noqa: ANN001  (Dagster refuses a string annotation of context)
-        day = datetime.fromisoformat(context.partition_key).date()
-        return pa.table({"day": [day, day], "n": pa.array([day.day * 10, day.day * 10 + 1], pa.int64())})
-
-    seen: list[list[int]] = []
+def _daily_sum(seen: list[list[int]]) -> dg.AssetsDefinition:
+    """A daily asset reading analytics/events' matching partitions (a range in one run), noting
+    the sorted ``n`` it read."""
 
     @dg.asset(
         key_prefix=["analytics"],
@@ -148,19 +144,36 @@ def test_a_partitioned_input_reads_only_its_partitions_at_their_snapshot(lake: P
     def daily_sum(events: pa.Table) -> None:
         seen.append(sorted(events.column("n").to_pylist()))
 
+    return daily_sum
+
+
+def _run_range(assets: list[Any], target: Any, io: dict[str, Any], instance: dg.DagsterInstance, start: str, end: str) -> Any:
+    """One run of ``target`` over the partitions ``start`` to ``end`` (a single-run backfill)."""
+    job = dg.Definitions(
+        assets=assets, jobs=[dg.define_asset_job("ranged", selection=[target])], resources=io
+    ).resolve_job_def("ranged")
+    return job.execute_in_process(
+        instance=instance,
+        tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
+    )
+
+
+def test_a_partitioned_input_reads_only_its_partitions_at_their_snapshot(lake: Path) -> None:
+    @dg.asset(key_prefix=["analytics"], partitions_def=DAILY, metadata={"partition_expr": "day"})
+    def events(context) -> pa.Table:  # noqa: ANN001  (Dagster refuses a string annotation of context)
+        day = datetime.fromisoformat(context.partition_key).date()
+        return pa.table({"day": [day, day], "n": pa.array([day.day * 10, day.day * 10 + 1], pa.int64())})
+
+    seen: list[list[int]] = []
+    daily_sum = _daily_sum(seen)
+
     io, instance = {"io_manager": io_manager(lake)}, dg.DagsterInstance.ephemeral()
     snapshots = {}
     for day in ("2024-01-01", "2024-01-02", "2024-01-03"):
         run = dg.materialize([events], resources=io, partition_key=day, instance=instance)
         snapshots[day] = run.asset_materializations_for_node("analytics__events")[0].metadata["srdp/snapshot_id"].value
     one = dg.materialize([events, daily_sum], selection=[daily_sum], resources=io, partition_key="2024-01-02", instance=instance)
-    job = dg.Definitions(
-        assets=[events, daily_sum], jobs=[dg.define_asset_job("sums", selection=[daily_sum])], resources=io
-    ).resolve_job_def("sums")
-    ranged = job.execute_in_process(
-        instance=instance,
-        tags={"dagster/asset_partition_range_start": "2024-01-01", "dagster/asset_partition_range_end": "2024-01-02"},
-    )
+    ranged = _run_range([events, daily_sum], daily_sum, io, instance, "2024-01-01", "2024-01-02")
     assert seen == [[20, 21], [10, 11, 20, 21]]
     assert input_log(instance, one.run_id) == [
         f"lake.analytics.events: reading time window [2024-01-02 00:00:00, 2024-01-03 00:00:00) at snapshot {snapshots['2024-01-02']}"
@@ -185,15 +198,7 @@ def test_a_range_reads_at_its_partitions_snapshot_when_one_was_rematerialized_ma
         return pa.table({"day": [day], "n": pa.array([day.day], pa.int64())})
 
     seen: list[list[int]] = []
-
-    @dg.asset(
-        key_prefix=["analytics"],
-        partitions_def=DAILY,
-        ins={"events": dg.AssetIn(key=["analytics", "events"])},
-        backfill_policy=dg.BackfillPolicy.single_run(),
-    )
-    def total(events: pa.Table) -> None:
-        seen.append(sorted(events.column("n").to_pylist()))
+    total = _daily_sum(seen)
 
     io, instance = {"io_manager": io_manager(lake)}, dg.DagsterInstance.ephemeral()
     assert dg.materialize([events], resources=io, partition_key="2024-01-01", instance=instance).success
@@ -202,13 +207,7 @@ def test_a_range_reads_at_its_partitions_snapshot_when_one_was_rematerialized_ma
     newest = run.asset_materializations_for_node("analytics__events")[0].metadata["srdp/snapshot_id"].value
     write_sql(lake, "INSERT INTO lake.analytics.events VALUES (DATE '2024-01-01', 99)")  # outside Dagster
 
-    job = dg.Definitions(
-        assets=[events, total], jobs=[dg.define_asset_job("totals", selection=[total])], resources=io
-    ).resolve_job_def("totals")
-    read = job.execute_in_process(
-        instance=instance,
-        tags={"dagster/asset_partition_range_start": "2024-01-01", "dagster/asset_partition_range_end": "2024-01-02"},
-    )
+    read = _run_range([events, total], total, io, instance, "2024-01-01", "2024-01-02")
     assert seen == [[1, 2]]
     assert input_log(instance, read.run_id) == [
         f"lake.analytics.events: reading time window [2024-01-01 00:00:00, 2024-01-03 00:00:00) at snapshot {newest}"
