@@ -147,8 +147,8 @@ def pinned_snapshot(request: PinRequest) -> int | None:
 def _latest_by_partition(instance: Any, key: dg.AssetKey, wanted: Sequence[str]) -> dict[str, Any]:
     """Each wanted partition's latest materialization event, by its storage id."""
     ids = instance.get_latest_storage_id_by_partition(key, dg.DagsterEventType.ASSET_MATERIALIZATION, set(wanted))
-    if not ids:
-        return {}
+    if set(ids) != set(wanted):
+        return {}  # some partition was never materialized: nothing to fetch
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=key, storage_ids=list(ids.values())), limit=len(ids)
     ).records
