@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from srdp import install as _install
+from srdp.sql import call_sql, literal
 
 __all__ = ["call", "connect", "extension_path", "extension_directory", "duckdb_config", "no_lake_yet"]
 
@@ -52,21 +53,20 @@ def connect(database: str = ":memory:", config: str | os.PathLike | None = None)
         raise FileNotFoundError(_install.not_found_message(path))
     settings: dict[str, str | bool | int | float | list[str]] = {**duckdb_config()}
     con = duckdb.connect(database, config=settings)
-    con.execute(f"LOAD '{_literal(str(path))}'")
+    con.execute(f"LOAD {literal(str(path))}")
     if config is not None:
-        con.execute(f"SET srdp_config = '{_literal(os.path.abspath(config))}'")
+        con.execute(f"SET srdp_config = {literal(os.path.abspath(config))}")
     return con
 
 
 def call(con: duckdb.DuckDBPyConnection, function: str, *args: Any, **named: Any) -> list[dict[str, Any]]:
     """Rows of ``SELECT * FROM function(args..., name := value...)`` as dicts.
 
-    Arguments are bound as parameters (no quoting to get wrong); ``None`` named arguments are
-    left out, so the function's default applies.
+    Arguments are written as SQL literals (:func:`srdp.sql.call_sql`: a statement with bound
+    parameters would import pandas into the process); ``None`` named arguments are left out, so
+    the function's default applies.
     """
-    given = {k: v for k, v in named.items() if v is not None}
-    params = ", ".join(["?"] * len(args) + [f"{k} := ?" for k in given])
-    cursor = con.execute(f"SELECT * FROM {function}({params})", [*args, *given.values()])
+    cursor = con.execute(call_sql(function, *args, **named))
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
@@ -75,7 +75,3 @@ def no_lake_yet(message: str) -> bool:
     """Whether an attach's error ``message`` says the catalog's lake was never created (a
     reader's attach never creates one; the writer's first attach does)."""
     return _NO_LAKE.search(message) is not None
-
-
-def _literal(text: str) -> str:
-    return text.replace("'", "''")

@@ -39,7 +39,8 @@ from iomanager_support import (  # noqa: F401  (fixtures)
     write_sql,
 )
 from srdp.lake import LakeSession, TableRef, load_as
-from srdp.lake.slices import Slice, literal, slice_condition
+from srdp.lake.slices import Slice, slice_condition
+from srdp.sql import literal
 
 NEW_YORK = ZoneInfo("America/New_York")
 # Keys a literal must carry unchanged. Not a NUL character: Dagster refuses it in a partition key,

@@ -11,8 +11,8 @@ Writes bind the parameters (``execute(sql, params)``). Reads build a relation, a
 relation API runs a query with parameters at once into a materialized copy that it then scans
 about 30 times slower than the table (a 900,000-row slice: 6 s against 0.2 s), and that a
 streamed input would hold whole in memory; so a read filters by :attr:`Slice.literal_condition`,
-the same condition with each value written as a SQL string literal (:func:`literal`), built by
-the same code.
+the same condition with each value written as a SQL string literal (:func:`srdp.sql.literal`),
+built by the same code.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 import duckdb
 
 from srdp.lake.errors import LakeError
+from srdp.sql import literal
 
 __all__ = [
     "Slice",
     "check_partition_expr",
-    "literal",
     "partition_expr_problem",
     "slice_condition",
 ]
@@ -75,8 +75,8 @@ def partition_expr_problem(expr: str, con: duckdb.DuckDBPyConnection | None = No
     """Why ``expr`` is not one SQL expression over a table's columns, or None; kept per
     expression for the life of the process.
 
-    DuckDB's parser reads ``SELECT (<expr>) FROM __srdp_partition_expr`` (the text is a bound
-    parameter of ``json_serialize_sql`` on a cursor of ``con``, or without one on a new
+    DuckDB's parser reads ``SELECT (<expr>) FROM __srdp_partition_expr`` (the text is a string
+    literal given to ``json_serialize_sql`` on a cursor of ``con``, or without one on a new
     in-memory database, which costs a process tens of milliseconds: nothing runs), and the tree
     must be exactly that query: one statement, one select-list entry, no clause and no FROM but
     the placeholder, at its place in the text. The expression's own parentheses must balance by
@@ -108,7 +108,7 @@ def _problem(expr: str, con: duckdb.DuckDBPyConnection | None) -> str | None:
     text = f"{_PARSE_PREFIX}{expr}{_PARSE_SUFFIX}"
     parser = con.cursor() if con is not None else duckdb.connect(":memory:")
     try:
-        serialized = parser.execute("SELECT json_serialize_sql(?)", [text]).fetchone()
+        serialized = parser.execute(f"SELECT json_serialize_sql({literal(text)})").fetchone()
     finally:
         parser.close()
     tree = json.loads(serialized[0]) if serialized else {"error": True, "error_message": "no result"}
@@ -200,16 +200,6 @@ Mark = Callable[[str], str]
 
 def _placeholder(value: str) -> str:
     return "?"
-
-
-def literal(value: str) -> str:
-    """``value`` as a DuckDB string expression: single-quoted, each embedded quote doubled (DuckDB
-    reads no other escape inside a standard string); a NUL character, which would end the query
-    text, is written as ``chr(0)`` between quoted parts (``('a' || chr(0) || 'b')``)."""
-    if not isinstance(value, str):
-        raise TypeError(f"literal() takes a string, not {type(value).__name__}")
-    parts = ["'" + part.replace("'", "''") + "'" for part in value.split("\x00")]
-    return parts[0] if len(parts) == 1 else "(" + " || chr(0) || ".join(parts) + ")"
 
 
 def _timestamp(moment: datetime) -> str:
