@@ -1,8 +1,11 @@
 """SQL text of values: what srdp writes into the statements it runs.
 
-srdp writes values as SQL literals rather than binding them as parameters: DuckDB's Python
-client imports pandas (0.3-0.5 s) at a process's first statement with bound parameters, which
-every step process reading through srdp would pay, pandas user or not.
+srdp's function calls (:func:`srdp.call`), its ``partition_expr`` check and its reads write
+values as SQL literals rather than binding them as parameters: DuckDB's Python client imports
+pandas (0.3-0.5 s) at a process's first statement with bound parameters, which every step
+process reading through srdp would pay, pandas user or not. (Writes still bind their slice's
+values: the frame they register has mostly imported pandas already, and the two forms cost the
+same in DuckLake.)
 """
 
 from __future__ import annotations
