@@ -81,7 +81,7 @@ def hand_io_manager_class() -> type:
             """The process's connection, attached on first use."""
             if "con" not in connection:
                 con = srdp.connect(config=self.config)
-                con.execute("SELECT * FROM srdp_attach_catalog('lake', role := ?)", [self.role]).fetchall()
+                srdp.call(con, "srdp_attach_catalog", "lake", role=self.role)  # as srdp's own attach
                 connection["con"] = con
             return connection["con"]
 
