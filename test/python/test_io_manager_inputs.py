@@ -21,7 +21,7 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
-from srdp.dagster.pins import RECORDS_PER_PARTITION
+from srdp.dagster.pins import RECORDS_PER_PARTITION, PinRequest, pinned_snapshot
 
 from iomanager_support import (  # noqa: F401  (fixtures)
     _close_io_sessions_after_test,
@@ -215,6 +215,29 @@ def test_a_range_reads_at_its_partitions_snapshot_when_one_was_rematerialized_ma
     # The log line is written before Dagster's LOADED_INPUT event of the step.
     kinds = [e.dagster_event.event_type_value if e.dagster_event else e.user_message for e in instance.all_logs(read.run_id)]
     assert kinds.index(input_log(instance, read.run_id)[0]) < kinds.index("LOADED_INPUT"), kinds
+    # One wanted partition reads one record, its latest; several read RECORDS_PER_PARTITION each.
+    counting = _CountingInstance(instance)
+    key = dg.AssetKey(["analytics", "events"])
+    first = dg.materialize([events], resources=io, partition_key="2024-01-01", instance=instance)
+    day_one = first.asset_materializations_for_node("analytics__events")[0].metadata["srdp/snapshot_id"].value
+    assert pinned_snapshot(PinRequest(counting, key, ["2024-01-02"])) == newest
+    assert pinned_snapshot(PinRequest(counting, key, ["2024-01-01"])) == day_one
+    assert pinned_snapshot(PinRequest(counting, key, ["2024-01-01", "2024-01-02"])) == day_one
+    assert counting.limits == [1, 1, 2 * RECORDS_PER_PARTITION]
+
+
+class _CountingInstance:
+    """A real Dagster instance that records the limit of each fetch_materializations call."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        self._instance, self.limits = instance, []
+
+    def fetch_materializations(self, records_filter, limit: int, **kwargs):  # noqa: ANN001, ANN201
+        self.limits.append(limit)
+        return self._instance.fetch_materializations(records_filter, limit=limit, **kwargs)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._instance, name)
 
 
 def input_log(instance: dg.DagsterInstance, run_id: str) -> list[str]:

@@ -27,8 +27,9 @@ __all__ = ["SNAPSHOT_KEY", "PinLookup", "PinRequest", "pin_given", "pin_request"
 #: Materialization metadata key of the DuckLake snapshot a write committed.
 SNAPSHOT_KEY = "srdp/snapshot_id"
 
-#: Materializations read per wanted partition by the first query: a partition materialized more
-#: often than this since another one's latest is looked up by its own latest record instead.
+#: Materializations read per wanted partition by the first query when several are wanted: a
+#: partition materialized more often than this since another one's latest is looked up by its
+#: own latest record instead. One wanted partition reads one record, its latest.
 RECORDS_PER_PARTITION = 4
 
 
@@ -127,9 +128,11 @@ def pinned_snapshot(request: PinRequest) -> int | None:
     if wanted is None:
         event = instance.get_latest_materialization_event(key)
         return _snapshot_of([event] if event else [])
+    # One wanted partition: its newest record is its latest (each record read is deserialized
+    # whole, metadata and all, so read no more than needed).
+    limit = 1 if len(wanted) <= 1 else len(wanted) * RECORDS_PER_PARTITION
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(wanted)),
-        limit=max(1, len(wanted) * RECORDS_PER_PARTITION),
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(wanted)), limit=limit
     ).records
     latest: dict[str, Any] = {}
     for record in records:  # newest first
