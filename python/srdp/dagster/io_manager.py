@@ -260,9 +260,11 @@ class SrdpIOManager(dg.ConfigurableIOManager, SrdpConfigFile):
         pin = pin_request(context, self.pin_inputs)
         pinned = isinstance(pin, PinRequest)
         find = partial(pinned_snapshot, pin) if isinstance(pin, PinRequest) else partial(pin_given, pin)
+        # The slice (its partition_expr parsed) before the lookup's thread starts: beside it the
+        # two would only take turns at the GIL (measured 2-4 ms slower on one day's read).
+        part = self._slice(context, session=session) if context.has_asset_partitions else Slice()
         lookup = PinLookup(find, context.log.info)
         try:
-            part = self._slice(context, session=session) if context.has_asset_partitions else Slice()
             lookup.log_as(f"{table.name}: reading {part.description}")
             session.attach("reader")
             if pinned:

@@ -36,9 +36,9 @@ RECORDS_PER_PARTITION = 4
 class PinLookup:
     """Finds an input's snapshot, then writes its log line, in a thread of its own.
 
-    The step's thread meanwhile checks the slice, hands the line over (:meth:`log_as`: the table
-    and slice; the lookup adds the snapshot), attaches and loads the table's metadata, then waits
-    for the snapshot alone (:meth:`snapshot`); the line is written while DuckDB reads. Every lookup
+    The step's thread meanwhile hands the line over (:meth:`log_as`: the table and slice; the
+    lookup adds the snapshot), attaches and loads the table's metadata, then waits for the
+    snapshot alone (:meth:`snapshot`); the line is written while DuckDB works. Every lookup
     is closed (:meth:`close`, in a ``finally``): it waits for the thread, which writes no line
     when none was handed over or the lookup failed.
     """
