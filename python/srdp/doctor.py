@@ -46,6 +46,7 @@ import duckdb
 
 import srdp
 from srdp import extension_wheels, install
+from srdp.sql import literal
 
 __all__ = ["Check", "EXTRA_MODULES", "NOT_CREATED", "ROLES", "checks", "extras", "report", "srdp_message", "versions"]
 
@@ -243,7 +244,7 @@ class _Config:
 def _config_check(con: duckdb.DuckDBPyConnection, config: Path | None) -> _Config:
     if config is not None:  # srdp reads it: a missing, unreadable or not-a-file path is its error
         path = Path(os.path.abspath(config))
-        con.execute(f"SET srdp_config = '{_literal(str(path))}'")
+        con.execute(f"SET srdp_config = {literal(str(path))}")
     else:
         try:
             (found,) = con.execute("SELECT config_path FROM srdp_version()").fetchone()
@@ -289,7 +290,7 @@ def _attach(
     try:
         for statement in statements:  # checked by _secrets_check; temporary, on this connection
             con.execute(statement)
-        con.execute(f"SET srdp_config = '{_literal(str(config))}'")
+        con.execute(f"SET srdp_config = {literal(str(config))}")
         (row,) = srdp.call(con, "srdp_attach_catalog", catalog, role=role)
         mode = "read-only" if row["read_only"] else "read-write"
         # srdp's runner connection keeps this in-memory database open after con.close(): a
@@ -307,7 +308,7 @@ def _attach(
 def _open(extension: Path, settings: dict[str, str]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config=dict(settings))
     try:
-        con.execute(f"LOAD '{_literal(str(extension))}'")
+        con.execute(f"LOAD {literal(str(extension))}")
     except duckdb.Error:
         con.close()
         raise
@@ -319,10 +320,6 @@ def srdp_message(error: duckdb.Error) -> str:
     (``LINE 1: ...``) that follows the message: srdp's message as srdp wrote it."""
     text = re.sub(r"^[A-Z][A-Za-z ]* Error: ", "", str(error))
     return re.split(r"\n\nLINE \d+:", text)[0].strip()
-
-
-def _literal(text: str) -> str:
-    return text.replace("'", "''")
 
 
 def report(
