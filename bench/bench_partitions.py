@@ -217,7 +217,7 @@ def build(spec: dict) -> dict:
     root.mkdir(parents=True)
     (root / "srdp.toml").write_text(TOML)
     (root / "dagster").mkdir()
-    (root / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (root / "dagster" / "dagster.yaml").write_text(sides.DAGSTER_YAML)
     io = {"io_manager": srdp_io_manager_class()(config=str(root / "srdp.toml"))}
     instance = instance_at(root)
     for d in range(DAYS):

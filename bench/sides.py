@@ -23,6 +23,18 @@ from typing import Any
 
 MARK = "BENCH_RESULT "
 
+#: The Dagster instance of the IO-manager benches: no telemetry, and no compute-log capture. With
+#: capture on (Dagster's default) every run starts a ``tail -F`` and a Python watcher process,
+#: which take a core during the first ~50 ms of the step: on a 2-core machine they landed in the
+#: middle of a one-day read (~50 ms) at random, spread its time by +-20 % and slowed whichever
+#: side used both cores at that moment. Both sides run on the same instance configuration.
+DAGSTER_YAML = """telemetry:
+  enabled: false
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
+"""
+
 
 class BenchError(RuntimeError):
     """A worker failed, or the sides did not end with the same data (``RESULT MISMATCH: ...``)."""
